@@ -1,0 +1,39 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: demo test install install-test bench lint clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -q -e '.[test,s3]'
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(PY) -m arcticlite.demo demo-data
+
+test: install-test
+	$(PY) -m pytest -q
+
+bench: install-test
+	$(PIP) install -q -e '.[bench]'
+	$(PY) -m benchmarks
+
+lint: install-test
+	$(PIP) install -q ruff mypy
+	$(VENV)/bin/ruff check arcticlite tests
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) demo-data
