@@ -1,0 +1,175 @@
+"""Variable-length (string / binary) value encodings: plain lengths + data, and dictionary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from arcticlite.exceptions import FormatEOFError, InvalidFileError
+from arcticlite.format._enc_select import encode_candidates
+from arcticlite.format._enc_spec import (
+    BINARY_DICT,
+    BINARY_HDR,
+    BINARY_PLAIN,
+    CODE_DTYPE,
+    CODEC_HDR,
+    LZ4,
+    MAX_NESTING,
+    NESTED_HDR,
+    ZSTD,
+)
+from arcticlite.format._enc_wrap import compress_best, decompress, region
+
+__all__ = ["decode_binary", "describe_plain", "encode_binary"]
+
+_U8 = np.dtype(np.uint8)
+_I64 = np.dtype(np.int64)
+#: Largest decompression ratio accepted for binary blobs (zstd tops out near 2**15).
+_MAX_RATIO = 1 << 16
+_DICT_SAMPLE = 1024
+
+FixedDecoder = Callable[[memoryview, np.dtype, int, np.ndarray, int], None]
+Describer = Callable[[memoryview, int], str]
+
+
+def _as_bytes_array(data: bytes | memoryview | np.ndarray) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).reshape(-1).view(_U8)
+    return np.frombuffer(region(data), _U8)
+
+
+def _encode_plain(lengths: np.ndarray, payload: np.ndarray, bp: bool) -> bytes:
+    lw = 4 if len(lengths) == 0 or int(lengths.max()) < (1 << 32) else 8
+    lblob = encode_candidates(lengths.astype(f"<u{lw}"), 1, bp)[0]
+    return BINARY_HDR.pack(BINARY_PLAIN, lw, len(payload), len(lblob)) + lblob + payload.tobytes()
+
+
+def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) -> bytes:
+    """Encode Arrow-style offsets + data; see :func:`arcticlite.format._encodings.encode_binary`."""
+    offs = np.asarray(offsets)
+    if offs.ndim != 1 or len(offs) < 1 or offs.dtype.kind not in "iu":
+        raise ValueError("offsets must be a 1-D integer array of n + 1 entries")
+    raw = _as_bytes_array(data)
+    o64 = offs.astype(_I64)
+    n = len(o64) - 1
+    lengths = np.diff(o64)
+    start, end = int(o64[0]), int(o64[-1])
+    if start < 0 or end > len(raw) or (n and int(lengths.min()) < 0):
+        raise ValueError("offsets are not non-decreasing within the data")
+    payload = raw[start:end]
+    variants = [_encode_plain(lengths, payload, True), _encode_plain(lengths, payload, False)]
+    if n >= 16:
+        arr = pa.Array.from_buffers(
+            pa.large_binary(), n, [None, pa.py_buffer(o64 - start), pa.py_buffer(payload)]
+        )
+        idx = np.linspace(0, n - 1, min(n, _DICT_SAMPLE)).astype(np.int64)
+        distinct = arr.take(pa.array(idx)).value_counts()
+        if len(distinct) * 2 <= len(idx):
+            enc = arr.dictionary_encode()
+            dictionary = enc.dictionary
+            d_off = np.frombuffer(dictionary.buffers()[1], _I64, len(dictionary) + 1)
+            dbuf = dictionary.buffers()[2]
+            d_data = np.frombuffer(dbuf, _U8) if dbuf is not None else np.empty(0, _U8)
+            d_data = d_data[int(d_off[0]) : int(d_off[-1])]
+            dblob = _encode_plain(np.diff(d_off), d_data, True)
+            codes = enc.indices.to_numpy().astype(CODE_DTYPE)
+            for bp in (True, False):
+                cblob = encode_candidates(codes, 1, bp)[0]
+                variants.append(
+                    NESTED_HDR.pack(BINARY_DICT, len(dictionary), len(dblob)) + dblob + cblob
+                )
+    return compress_best(variants)
+
+
+def _sub(mv: memoryview, start: int, length: int) -> memoryview:
+    if start + length > len(mv):
+        raise FormatEOFError("encoded child runs past the end of its blob")
+    return mv[start : start + length]
+
+
+def _head(mv: memoryview, hdr) -> tuple:  # type: ignore[no-untyped-def]
+    if len(mv) < hdr.size:
+        raise FormatEOFError("encoded block header is truncated")
+    return hdr.unpack_from(mv, 0)
+
+
+def decode_binary(
+    mv: memoryview, count: int, depth: int, fixed: FixedDecoder
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decode a binary blob into (int64 offsets from 0, uint8 data).
+
+    Parameters
+    ----------
+    mv : memoryview
+        The blob, exact bounds.
+    count : int
+        Number of values.
+    depth : int
+        Nesting depth (bounded by ``MAX_NESTING``).
+    fixed : callable
+        The fixed-width decoder ``(mv, dtype, count, out, depth)``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(offsets, data)``.
+    """
+    if depth > MAX_NESTING:
+        raise InvalidFileError("encoded blob nests too deeply")
+    if len(mv) < 1:
+        raise FormatEOFError("empty encoded blob")
+    eid = mv[0]
+    if eid == BINARY_PLAIN:
+        (_, lw, data_len, llen) = _head(mv, BINARY_HDR)
+        if lw not in (4, 8):
+            raise InvalidFileError(f"bad length width {lw}")
+        lengths = np.empty(count, dtype=f"<u{lw}")
+        fixed(_sub(mv, BINARY_HDR.size, llen), lengths.dtype, count, lengths, depth + 1)
+        data_off = BINARY_HDR.size + llen
+        if len(mv) != data_off + data_len:
+            raise FormatEOFError("binary data length does not match the blob size")
+        offsets = np.empty(count + 1, dtype=_I64)
+        offsets[0] = 0
+        if count:
+            if int(lengths.max()) > data_len:
+                raise InvalidFileError("value length exceeds the data")
+            np.cumsum(lengths.astype(_I64), out=offsets[1:])
+        if int(offsets[-1]) != data_len:
+            raise InvalidFileError("value lengths do not add up to the data length")
+        return offsets, np.frombuffer(mv, dtype=_U8, count=data_len, offset=data_off)
+    if eid == BINARY_DICT:
+        (_, size, dlen) = _head(mv, NESTED_HDR)
+        if size > count or (size == 0) != (count == 0):
+            raise InvalidFileError(f"dictionary of {size} entries for {count} values")
+        d_off, d_data = decode_binary(_sub(mv, NESTED_HDR.size, dlen), size, depth + 1, fixed)
+        codes = np.empty(count, dtype=CODE_DTYPE)
+        fixed(mv[NESTED_HDR.size + dlen :], CODE_DTYPE, count, codes, depth + 1)
+        if count == 0:
+            return np.zeros(1, dtype=_I64), np.empty(0, dtype=_U8)
+        if int(codes.max()) >= size:
+            raise InvalidFileError("dictionary code out of range")
+        darr = pa.Array.from_buffers(
+            pa.large_binary(), size, [None, pa.py_buffer(d_off), pa.py_buffer(d_data)]
+        )
+        res = darr.take(pa.array(codes))
+        bufs = res.buffers()
+        offsets = np.frombuffer(bufs[1], dtype=_I64, count=count + 1, offset=8 * res.offset)
+        total = int(offsets[-1]) - int(offsets[0])
+        data = np.frombuffer(bufs[2], _U8) if bufs[2] is not None else np.empty(0, _U8)
+        data = data[int(offsets[0]) : int(offsets[0]) + total]
+        return offsets - offsets[0], data
+    if eid in (ZSTD, LZ4):
+        (_, raw_len) = _head(mv, CODEC_HDR)
+        frame = mv[CODEC_HDR.size :]
+        if raw_len > 64 + 16 * count + _MAX_RATIO * len(frame):
+            raise InvalidFileError("compressed block claims an implausible size")
+        return decode_binary(decompress(eid, frame, raw_len), count, depth + 1, fixed)
+    raise InvalidFileError(f"unknown or misplaced binary encoding id {eid}")
+
+
+def describe_plain(mv: memoryview, depth: int, describe: Describer) -> str:
+    """Describe a ``binary`` blob: ``"binary(lengths=...)"``."""
+    (_, _lw, _data_len, llen) = _head(mv, BINARY_HDR)
+    return f"binary(lengths={describe(_sub(mv, BINARY_HDR.size, llen), depth + 1)})"

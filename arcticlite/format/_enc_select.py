@@ -1,0 +1,396 @@
+"""Encoders and the sampling-based cascade selection of Fermion value encodings.
+
+Selection follows BtrBlocks: a sample of a few runs of 64 consecutive values, spread over the
+array, is used to *estimate* the size of every applicable scheme (recursively for the children
+of cascading schemes, up to :data:`MAX_DEPTH` levels); the best estimate is then encoded for
+real, and kept only if it beats plain. The byte layout of every scheme is specified in
+:mod:`arcticlite.format._encodings`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from arcticlite.format._enc_bitpack import bit_width, pack, packed_words
+from arcticlite.format._enc_spec import (
+    BITPACK,
+    CONSTANT,
+    DECIMAL,
+    DECIMAL_HDR,
+    DELTA,
+    DELTA_HDR,
+    DICT,
+    FOR_HDR,
+    I64,
+    MAX_DECIMAL_EXPONENT,
+    NARROW,
+    NESTED_HDR,
+    PLAIN,
+    RLE,
+    U32,
+    U64,
+    signed_of,
+    unsigned_of,
+)
+
+__all__ = ["MAX_DEPTH", "encode_array", "encode_plain", "rank_schemes"]
+
+MAX_DEPTH = 3
+SAMPLE_RUNS = 16
+RUN_LEN = 64
+#: Below this many values bit-packing is not used (its per-call overhead dominates).
+SMALL = 1024
+_MASK64 = (1 << 64) - 1
+_INF = math.inf
+
+Estimator = Callable[[np.ndarray, int, int, bool], float]
+
+
+def encode_plain(x: np.ndarray) -> bytes:
+    """Encode ``x`` as PLAIN (id byte, then the raw little-endian values)."""
+    return bytes((PLAIN,)) + x.tobytes()
+
+
+def _sample(x: np.ndarray) -> np.ndarray:
+    """Return a 2-D sample: rows are runs of consecutive values spread over ``x``."""
+    n = len(x)
+    if n <= 2 * SAMPLE_RUNS * RUN_LEN:
+        return x.reshape(1, n)
+    starts = np.linspace(0, n - RUN_LEN, SAMPLE_RUNS).astype(np.int64)
+    return x[starts[:, None] + np.arange(RUN_LEN)]
+
+
+def _narrow_bytes(width: int) -> int:
+    for nb in (1, 2, 4, 8):
+        if width <= 8 * nb:
+            return nb
+    return 8
+
+
+def _for_stats(s: np.ndarray) -> tuple[int, int, int]:
+    """Return (min, range, gcd of offsets) of ``s`` (signed or unsigned ints)."""
+    mn = int(s.min())
+    rng = int(s.max()) - mn
+    if rng == 0:
+        return mn, 0, 1
+    ud = unsigned_of(s.dtype)
+    r = s.reshape(-1).view(ud) - np.array(mn & ((1 << (8 * s.dtype.itemsize)) - 1), dtype=ud)
+    g = int(np.gcd.reduce(r.astype(U64)))
+    return mn, rng, max(g, 1)
+
+
+def _for_size(n: int, width: int, bitpack_ok: bool) -> float:
+    narrow = n * _narrow_bytes(width)
+    if bitpack_ok and n >= SMALL:
+        return FOR_HDR.size + min(narrow, 8 * packed_words(n, width))
+    return FOR_HDR.size + narrow
+
+
+# ----------------------------------------------------------------------------- estimation
+def _est_plain(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    return 1 + n * s.dtype.itemsize
+
+
+def _est_constant(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    return 1 + s.dtype.itemsize if (s == s.flat[0]).all() else _INF
+
+
+def _est_for(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    _, rng, g = _for_stats(s)
+    return _for_size(n, bit_width(rng // g), bp)
+
+
+def _est_delta(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    if s.shape[1] < 2:
+        return _INF
+    sd = signed_of(s.dtype)
+    v = s.view(sd)
+    d = np.subtract(v[:, 1:], v[:, :-1])
+    return DELTA_HDR.size + estimate(d, max(n - 1, 1), depth + 1, bp)
+
+
+def _est_rle(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    change = s[:, 1:] != s[:, :-1]
+    starts_mask = np.ones(s.shape, dtype=bool)
+    starts_mask[:, 1:] = change
+    runs = int(starts_mask.sum())
+    if runs * 2 > s.size:
+        return _INF
+    flat_starts = np.flatnonzero(starts_mask.reshape(-1))
+    ends = np.append(flat_starts[1:], s.size)
+    # runs never cross the sample's row boundaries
+    row_ends = (flat_starts // s.shape[1] + 1) * s.shape[1]
+    lengths = (np.minimum(ends, row_ends) - flat_starts).astype(U32)
+    values = s.reshape(-1)[flat_starts]
+    n_runs = max(1, int(n * runs / s.size))
+    return (
+        NESTED_HDR.size
+        + estimate(values.reshape(1, -1), n_runs, depth + 1, bp)
+        + estimate(lengths.reshape(1, -1), n_runs, depth + 1, bp)
+    )
+
+
+def _est_dict(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    m = s.size
+    uniq, inv = np.unique(s.reshape(-1), return_inverse=True)
+    nd = len(uniq)
+    if nd * 2 > m:
+        return _INF
+    nd_full = min(n, max(nd, int(nd * (n / m) * (nd / m))))
+    codes = inv.astype(U32).reshape(s.shape)
+    codes_est = estimate(codes, n, depth + 1, bp)
+    if nd_full > nd:
+        codes_est *= bit_width(nd_full - 1) / max(1, bit_width(nd - 1))
+    return NESTED_HDR.size + codes_est + estimate(uniq.reshape(1, -1), nd_full, depth + 1, bp)
+
+
+def find_exponent(xf: np.ndarray) -> tuple[int, float]:
+    """Return the decimal exponent ``e`` with the fewest exceptions on ``xf``, and their rate.
+
+    Parameters
+    ----------
+    xf : numpy.ndarray
+        Float32 or float64 values (any shape).
+
+    Returns
+    -------
+    tuple of (int, float)
+        Exponent and exception rate (0 = every value round-trips).
+    """
+    flat = xf.reshape(-1)
+    best_e, best_bad = 0, len(flat) + 1
+    for e in range(MAX_DECIMAL_EXPONENT + 1):
+        _, ok = decimal_split(flat, e)
+        bad = len(flat) - int(ok.sum())
+        if bad < best_bad:
+            best_e, best_bad = e, bad
+            if bad == 0:
+                break
+    return best_e, best_bad / max(1, len(flat))
+
+
+def decimal_split(xf: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(ints, ok)``: ``rint(x * 10**e)`` as int64 and where it decodes bit-exactly.
+
+    Decoding is ``float64(ints) / 10.0**e`` (then cast to float32 for float32 columns); ``ok``
+    marks the positions where that reproduces the bits of ``xf``.
+    """
+    p = 10.0**e
+    with np.errstate(all="ignore"):
+        scaled = np.rint(xf.astype(np.float64) * p)
+        valid = np.abs(scaled) <= 2.0**53
+        ints = np.where(valid, scaled, 0.0).astype(I64)
+        dec = ints / p
+    if xf.dtype.itemsize == 4:
+        dec = dec.astype(np.float32)
+    ud = unsigned_of(xf.dtype)
+    ok = valid & (dec.view(ud) == xf.view(ud))
+    return ints, ok
+
+
+def _est_decimal(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    e, rate = find_exponent(s)
+    if rate > 0.5:
+        return _INF
+    ints, ok = decimal_split(s.reshape(-1), e)
+    ints = _ffill(ints, ok).reshape(s.shape)
+    exc = n * rate * (s.dtype.itemsize + 4)
+    return DECIMAL_HDR.size + estimate(ints, n, depth + 1, bp) + exc
+
+
+_INT_SCHEMES: dict[str, Estimator] = {
+    "for": _est_for,
+    "delta": _est_delta,
+    "rle": _est_rle,
+    "dict": _est_dict,
+}
+_FLOAT_SCHEMES: dict[str, Estimator] = {"rle": _est_rle, "dict": _est_dict}
+
+
+def estimate(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+    """Estimate the encoded size of ``n`` values whose 2-D sample is ``s`` (integer dtype)."""
+    if s.size == 0:
+        return 1.0
+    best = min(_est_plain(s, n, depth, bp), _est_constant(s, n, depth, bp))
+    schemes = _INT_SCHEMES if depth < MAX_DEPTH else {"for": _est_for}
+    for est in schemes.values():
+        best = min(best, est(s, n, depth, bp))
+    return best
+
+
+def rank_schemes(
+    x: np.ndarray, depth: int, bp: bool, floats: np.ndarray | None = None
+) -> list[tuple[float, str]]:
+    """Rank candidate schemes for ``x`` by estimated size, best first.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Integer values (for floats: their unsigned bit view).
+    depth : int
+        Cascade depth of ``x`` (0 = top level).
+    bp : bool
+        Whether bit-packing may be used (False: byte-aligned widths, friendlier to zstd).
+    floats : numpy.ndarray, optional
+        The float values when ``x`` is their bit view (enables decimal, disables FOR/delta).
+
+    Returns
+    -------
+    list of (float, str)
+        ``(estimated bytes, scheme name)`` pairs, best first.
+    """
+    n = len(x)
+    s = _sample(x)
+    if floats is not None:
+        ranked = [(_est_decimal(_sample(floats), n, depth, bp), "decimal")]
+        schemes = _FLOAT_SCHEMES
+    else:
+        ranked = []
+        schemes = _INT_SCHEMES if depth < MAX_DEPTH else {"for": _est_for}
+    for name, est in schemes.items():
+        ranked.append((est(s, n, depth, bp), name))
+    ranked.append((_est_plain(s, n, depth, bp), "plain"))
+    ranked = [r for r in ranked if r[0] < _INF]
+    ranked.sort(key=lambda r: r[0])
+    return ranked
+
+
+# ----------------------------------------------------------------------------- encoders
+def _ffill(ints: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Replace ``ints`` at ``~ok`` by the previous ok value (keeps deltas and ranges small)."""
+    if ok.all():
+        return ints
+    idx = np.where(ok, np.arange(len(ints)), 0)
+    np.maximum.accumulate(idx, out=idx)
+    return ints[idx]
+
+
+def _enc_for(x: np.ndarray, depth: int, bp: bool) -> bytes:
+    n = len(x)
+    bits = 8 * x.dtype.itemsize
+    mn = int(x.min())
+    rng = int(x.max()) - mn
+    ud = unsigned_of(x.dtype)
+    r = x.view(ud) - np.array(mn & ((1 << bits) - 1), dtype=ud)
+    g = 1
+    if rng:
+        step = max(1, n // 4096)
+        g = max(1, int(np.gcd.reduce(r[::step].astype(U64))))
+        if g > 1 and np.any(r % np.array(g, dtype=ud)):
+            g = 1
+        if g > 1:
+            r = r // np.array(g, dtype=ud)
+    width = bit_width(rng // g)
+    nb = _narrow_bytes(width)
+    base = mn & _MASK64
+    if bp and n >= SMALL and width and 8 * packed_words(n, width) < n * nb:
+        payload = pack(r.astype(U64), width)
+        return FOR_HDR.pack(BITPACK, width, base, g) + payload.tobytes()
+    return FOR_HDR.pack(NARROW, nb, base, g) + r.astype(f"<u{nb}").tobytes()
+
+
+def _enc_delta(x: np.ndarray, depth: int, bp: bool) -> bytes:
+    sd = signed_of(x.dtype)
+    v = x.view(sd)
+    d = np.subtract(v[1:], v[:-1])
+    return DELTA_HDR.pack(DELTA, int(v[0]) & _MASK64) + encode_array(d, depth + 1, bp)
+
+
+def _enc_rle(x: np.ndarray, depth: int, bp: bool) -> bytes:
+    starts = np.flatnonzero(x[1:] != x[:-1]) + 1
+    starts = np.concatenate(([0], starts))
+    lengths = np.diff(np.append(starts, len(x))).astype(U32)
+    values = np.ascontiguousarray(x[starts])
+    vblob = encode_array(values, depth + 1, bp)
+    return (
+        NESTED_HDR.pack(RLE, len(starts), len(vblob)) + vblob + encode_array(lengths, depth + 1, bp)
+    )
+
+
+def _enc_dict(x: np.ndarray, depth: int, bp: bool) -> bytes:
+    uniq, inv = np.unique(x, return_inverse=True)
+    dblob = encode_array(uniq, depth + 1, bp)
+    codes = inv.astype(U32).reshape(-1)
+    return NESTED_HDR.pack(DICT, len(uniq), len(dblob)) + dblob + encode_array(codes, depth + 1, bp)
+
+
+def _enc_decimal(xf: np.ndarray, depth: int, bp: bool) -> bytes:
+    e, _ = find_exponent(_sample(xf))
+    ints, ok = decimal_split(xf, e)
+    ints = _ffill(ints, ok)
+    pos = np.flatnonzero(~ok).astype(U32)
+    exc = xf.view(unsigned_of(xf.dtype))[pos]
+    iblob = encode_array(ints, depth + 1, bp)
+    pblob = encode_array(pos, depth + 1, bp)
+    return (
+        DECIMAL_HDR.pack(DECIMAL, e, len(pos), len(iblob), len(pblob))
+        + iblob
+        + pblob
+        + exc.tobytes()
+    )
+
+
+_ENCODERS: dict[str, Callable[[np.ndarray, int, bool], bytes]] = {
+    "for": _enc_for,
+    "delta": _enc_delta,
+    "rle": _enc_rle,
+    "dict": _enc_dict,
+}
+
+
+def _is_constant(x: np.ndarray) -> bool:
+    return bool((x == x[0]).all())
+
+
+def encode_candidates(
+    x: np.ndarray, depth: int, bp: bool, floats: np.ndarray | None = None, top: int = 1
+) -> list[bytes]:
+    """Encode ``x`` with its ``top`` best-estimated schemes (each no larger than plain).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        1-D contiguous integer values (floats: their unsigned bit view).
+    depth : int
+        Cascade depth.
+    bp : bool
+        Whether bit-packing may be used.
+    floats : numpy.ndarray, optional
+        The float values when ``x`` is their bit view.
+    top : int
+        How many of the best-ranked schemes to encode for real.
+
+    Returns
+    -------
+    list of bytes
+        Blobs, smallest first; always contains at least one.
+    """
+    n = len(x)
+    plain_len = 1 + n * x.dtype.itemsize
+    if n == 0 or n == 1:
+        return [encode_plain(x)]
+    if _is_constant(x):
+        return [bytes((CONSTANT,)) + x[:1].tobytes()]
+    out: list[bytes] = []
+    for _, name in rank_schemes(x, depth, bp, floats)[:top]:
+        if name == "plain":
+            continue
+        if name == "decimal":
+            assert floats is not None
+            blob = _enc_decimal(floats, depth, bp)
+        else:
+            blob = _ENCODERS[name](x, depth, bp)
+        if len(blob) < plain_len:
+            out.append(blob)
+    if not out:
+        out.append(encode_plain(x))
+    out.sort(key=len)
+    return out
+
+
+def encode_array(x: np.ndarray, depth: int, bp: bool) -> bytes:
+    """Encode integer values ``x`` (a cascade child) with the best-estimated scheme."""
+    return encode_candidates(np.ascontiguousarray(x), depth, bp)[0]

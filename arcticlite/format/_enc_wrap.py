@@ -1,0 +1,107 @@
+"""General-purpose compression (ZSTD / LZ4 through ``pyarrow.Codec``) for encoded blobs.
+
+``pyarrow.Codec.compress`` / ``decompress`` run the C++ codec without the GIL, so pages can be
+(de)compressed from a thread pool.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from arcticlite.exceptions import FormatEOFError, InvalidFileError
+from arcticlite.format._enc_spec import CODEC_HDR, LZ4, ZSTD
+
+__all__ = ["MIN_SAVING", "ZSTD_LEVEL", "compress_best", "decompress", "region", "wrap"]
+
+#: Compression is kept only if it saves at least this fraction of the bytes.
+MIN_SAVING = 0.10
+#: LZ4 (much faster to decode) is preferred when within this factor of ZSTD's size.
+LZ4_SLACK = 1.05
+ZSTD_LEVEL = 3
+_ZSTD = pa.Codec("zstd", compression_level=ZSTD_LEVEL)
+_LZ4 = pa.Codec("lz4")
+_CODECS = {ZSTD: _ZSTD, LZ4: _LZ4}
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def region(blob: bytes | memoryview | bytearray | np.ndarray) -> memoryview:
+    """Return ``blob`` as a flat read-only byte memoryview (no copy when possible)."""
+    mv = memoryview(blob)
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def wrap(eid: int, blob: bytes) -> bytes:
+    """Compress ``blob`` with codec ``eid`` (ZSTD or LZ4) into a wrapper blob."""
+    return CODEC_HDR.pack(eid, len(blob)) + _CODECS[eid].compress(blob, asbytes=True)
+
+
+def compress_best(variants: list[bytes]) -> bytes:
+    """Return the smallest of ``variants`` and their ZSTD/LZ4 wrappers.
+
+    A wrapper is considered only where it saves at least :data:`MIN_SAVING` of its input.
+
+    Parameters
+    ----------
+    variants : list of bytes
+        Alternative encodings of the same values.
+
+    Returns
+    -------
+    bytes
+        The chosen blob.
+    """
+    best = min(variants, key=len)
+    seen: set[int] = set()
+    for v in sorted(variants, key=len):
+        if id(v) in seen or len(v) < 64:
+            continue
+        seen.add(id(v))
+        z = wrap(ZSTD, v)
+        if len(z) <= (1 - MIN_SAVING) * len(v) and len(z) < len(best):
+            best = z
+            lz = wrap(LZ4, v)
+            if len(lz) <= LZ4_SLACK * len(z):
+                best = lz
+    return best
+
+
+def _zstd_content_size(frame: memoryview) -> int | None:
+    """Return the content size declared in a zstd frame header, if any."""
+    if len(frame) < 6 or bytes(frame[:4]) != _ZSTD_MAGIC:
+        raise InvalidFileError("bad zstd frame magic")
+    fhd = frame[4]
+    fcs_flag = fhd >> 6
+    single = (fhd >> 5) & 1
+    did_size = (0, 1, 2, 4)[fhd & 3]
+    fcs_size = (single, 2, 4, 8)[fcs_flag]
+    if fcs_size == 0:
+        return None
+    pos = 5 + (0 if single else 1) + did_size
+    if len(frame) < pos + fcs_size:
+        raise FormatEOFError("truncated zstd frame header")
+    value = int.from_bytes(frame[pos : pos + fcs_size], "little")
+    return value + 256 if fcs_size == 2 else value
+
+
+def decompress(eid: int, frame: memoryview, raw_len: int) -> memoryview:
+    """Decompress one ZSTD/LZ4 frame that must hold exactly ``raw_len`` bytes.
+
+    The caller has already bounded ``raw_len``; the declared zstd content size is checked
+    against it before any allocation.
+    """
+    if eid == ZSTD:
+        declared = _zstd_content_size(frame)
+        if declared is not None and declared != raw_len:
+            raise InvalidFileError("zstd frame size does not match the block header")
+    try:
+        out = _CODECS[eid].decompress(pa.py_buffer(frame), decompressed_size=raw_len)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise InvalidFileError(f"corrupt compressed block: {exc}") from exc
+    if out.size != raw_len:
+        raise InvalidFileError("decompressed block has the wrong size")
+    return memoryview(out)
