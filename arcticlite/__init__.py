@@ -1,5 +1,74 @@
-"""arcticlite: versioned dataframes in LMDB or S3, with ArcticDB's API."""
+"""arcticlite: versioned dataframes in LMDB or S3, with ArcticDB's API.
+
+Switch from ArcticDB by changing one import::
+
+    import arcticlite as adb
+    ac = adb.Arctic("lmdb://./data")
+    lib = ac.get_library("prices", create_if_missing=True)
+    lib.write("AAPL", df)
+"""
+
+from arcticlite import exceptions
+from arcticlite._query import QueryBuilder, col, where
+from arcticlite.library import (
+    Arctic,
+    DataError,
+    DeleteRequest,
+    EncodingVersion,
+    EnterpriseLibraryOptions,
+    ErrorCategory,
+    ErrorCode,
+    Library,
+    LibraryOptions,
+    ModifiableEnterpriseLibraryOption,
+    ModifiableLibraryOption,
+    NameWithDType,
+    OutputFormat,
+    ReadInfoRequest,
+    ReadRequest,
+    StagedDataFinalizeMethod,
+    StageResult,
+    SymbolDescription,
+    SymbolVersion,
+    UpdatePayload,
+    VersionedItem,
+    VersionInfo,
+    VersionRequestType,
+    WriteMetadataPayload,
+    WritePayload,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "Arctic",
+    "DataError",
+    "DeleteRequest",
+    "EncodingVersion",
+    "EnterpriseLibraryOptions",
+    "ErrorCategory",
+    "ErrorCode",
+    "Library",
+    "LibraryOptions",
+    "ModifiableEnterpriseLibraryOption",
+    "ModifiableLibraryOption",
+    "NameWithDType",
+    "OutputFormat",
+    "QueryBuilder",
+    "ReadInfoRequest",
+    "ReadRequest",
+    "StageResult",
+    "StagedDataFinalizeMethod",
+    "SymbolDescription",
+    "SymbolVersion",
+    "UpdatePayload",
+    "VersionInfo",
+    "VersionRequestType",
+    "VersionedItem",
+    "WriteMetadataPayload",
+    "WritePayload",
+    "__version__",
+    "col",
+    "exceptions",
+    "where",
+]

@@ -15,6 +15,7 @@ All derive from ``RuntimeError``, as in ArcticDB. Backend errors (``lmdb.Error``
     │   └── InvalidSymbolName                    symbol / snapshot / library name not allowed
     ├── SortingException
     │   └── UnsortedDataException               index not sorted where it must be
+    │       └── AppendOrderException            append before the last row (also Internal)
     ├── SchemaException                         column types / names do not fit the stored ones
     ├── NormalizationException                  index kind or object kind does not fit
     ├── InternalException                       operation not possible on this symbol's state
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 __all__ = [
     "AmbiguousWriteError",
+    "AppendOrderException",
     "ArcticDbNotYetImplemented",
     "ArcticDuplicateSymbolsInBatchException",
     "ArcticException",
@@ -149,6 +151,11 @@ class NormalizationException(ArcticException):
 
 class InternalException(ArcticException):
     """The operation is not possible on the symbol in its current state."""
+
+
+class AppendOrderException(UnsortedDataException, InternalException):
+    """New rows would start before the last stored row (ArcticDB raises InternalException here;
+    this class is both, so either ``except`` clause works)."""
 
 
 class MissingDataException(ArcticException):

@@ -1,0 +1,253 @@
+"""The table index: one row per data segment, kept as a B-tree of immutable nodes.
+
+A leaf row describes one segment (a row x column tile of the frame); an internal row
+summarises one child node. Both use the same fixed POD dtype :data:`ROW_DTYPE`, stored as raw
+little-endian bytes in a checksummed envelope and read back with ``numpy.frombuffer``.
+
+Nodes are content addressed (``tindex/{sym}/{xxh3_128}``), so versions share every node they
+have in common. An append rewrites only the rightmost path (at most ``height`` nodes of at most
+:data:`FANOUT` rows), so its cost does not grow with the number of segments.
+
+A leaf row may reference a *slice* of its segment (``seg_offset`` and ``end_row - start_row``
+rows of it): update and delete_data_in_range trim segments without rewriting their data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xxhash
+
+from arcticlite._envelope import KIND_INDEX_NODE, seal, unseal
+from arcticlite.exceptions import CorruptDataError
+
+ROW_DTYPE = np.dtype(
+    [
+        ("min_index", "<i8"),  # smallest index value in the rows referenced (ns, or row number)
+        ("max_index", "<i8"),  # largest index value
+        ("start_row", "<i8"),  # half-open absolute row range in the version
+        ("end_row", "<i8"),
+        ("start_col", "<i4"),  # half-open range of data columns (0-based, index excluded)
+        ("end_col", "<i4"),
+        ("digest", "u1", (16,)),  # xxh3_128 of the segment (leaf) or of the child node (internal)
+        ("seg_offset", "<i8"),  # leaf: first row of the segment referenced
+        ("seg_rows", "<i8"),  # leaf: rows in the segment; internal: leaf rows in the subtree
+        ("nbytes", "<u8"),  # leaf: bytes of the segment; internal: bytes of the subtree's data
+        ("flags", "<u4"),  # bit 0: delta segment (merge-on-read, reserved)
+        ("_pad", "<u4"),
+    ]
+)
+assert ROW_DTYPE.itemsize == 88
+
+FANOUT = 256
+
+EMPTY = np.zeros(0, dtype=ROW_DTYPE)
+
+
+def hex_digests(rows: np.ndarray) -> list[str]:
+    """The digests of ``rows`` as hex strings (one per segment or node, not per data row)."""
+    raw = rows["digest"].tobytes()
+    return [raw[i : i + 16].hex() for i in range(0, len(raw), 16)]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRoot:
+    """Where a version's index tree starts; ``digest`` is ``None`` for an empty table."""
+
+    digest: str | None
+    height: int
+    rows: int
+    segments: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"digest": self.digest, "height": self.height, "rows": self.rows, "segments": self.segments}
+
+    @classmethod
+    def from_json(cls, d: dict[str, object]) -> IndexRoot:
+        return cls(
+            digest=d["digest"],  # type: ignore[arg-type]
+            height=int(d["height"]),  # type: ignore[arg-type]
+            rows=int(d["rows"]),  # type: ignore[arg-type]
+            segments=int(d["segments"]),  # type: ignore[arg-type]
+        )
+
+
+EMPTY_ROOT = IndexRoot(digest=None, height=0, rows=0, segments=0)
+
+
+class TableIndexIO:
+    """Reads and writes index nodes through two callbacks (so this layer knows no store).
+
+    ``write_nodes(dict[key_digest_hex, bytes])`` persists new nodes; ``read_node(digest_hex)``
+    returns a node's bytes.
+    """
+
+    def __init__(
+        self,
+        read_node: Callable[[str], bytes | memoryview],
+        write_nodes: Callable[[dict[str, bytes]], None],
+        read_nodes: Callable[[Sequence[str]], list[bytes | memoryview]] | None = None,
+    ) -> None:
+        self._read = read_node
+        self._read_many = read_nodes or (lambda ds: [read_node(d) for d in ds])
+        self._write = write_nodes
+
+    # -- node codec ------------------------------------------------------------------------
+    @staticmethod
+    def _encode(rows: np.ndarray, level: int) -> tuple[str, bytes]:
+        body = seal(KIND_INDEX_NODE, {"level": level, "count": len(rows)}, rows.tobytes())
+        return xxhash.xxh3_128_hexdigest(body), body
+
+    @staticmethod
+    def _decode(data: bytes | memoryview) -> tuple[int, np.ndarray]:
+        header, blob = unseal(data, KIND_INDEX_NODE)
+        count = int(header["count"])
+        if len(blob) != count * ROW_DTYPE.itemsize:
+            raise CorruptDataError("table index node size does not match its row count")
+        return int(header["level"]), np.frombuffer(blob, dtype=ROW_DTYPE)
+
+    def load(self, digest: str) -> tuple[int, np.ndarray]:
+        return self._decode(self._read(digest))
+
+    # -- building ----------------------------------------------------------------------------
+    @staticmethod
+    def _summary(rows: np.ndarray, digest: str) -> np.ndarray:
+        s = np.zeros(1, dtype=ROW_DTYPE)
+        s["min_index"] = rows["min_index"].min()
+        s["max_index"] = rows["max_index"].max()
+        s["start_row"] = rows["start_row"].min()
+        s["end_row"] = rows["end_row"].max()
+        s["start_col"] = rows["start_col"].min()
+        s["end_col"] = rows["end_col"].max()
+        s["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
+        s["nbytes"] = rows["nbytes"].sum()
+        return s
+
+    def _write_level(self, rows: np.ndarray, level: int, out: dict[str, bytes]) -> np.ndarray:
+        """Split ``rows`` into nodes of at most FANOUT rows; return their summary rows."""
+        summaries = []
+        for i in range(0, len(rows), FANOUT):
+            part = rows[i : i + FANOUT]
+            d, body = self._encode(part, level)
+            out[d] = body
+            s = self._summary(part, d)
+            s["seg_rows"] = part["seg_rows"].sum() if level > 0 else len(part)
+            summaries.append(s)
+        return np.concatenate(summaries) if summaries else EMPTY
+
+    def _finish(self, level_rows: np.ndarray, level: int, out: dict[str, bytes]) -> IndexRoot:
+        # level_rows: summaries of nodes at `level - 1`; grow upwards until one root remains
+        while len(level_rows) > 1:
+            level_rows = self._write_level(level_rows, level, out)
+            level += 1
+        self._write(out)
+        root = level_rows[0]
+        return IndexRoot(
+            digest=root["digest"].tobytes().hex(),
+            height=level,
+            rows=int(root["end_row"]),
+            segments=int(root["seg_rows"]),
+        )
+
+    def build(self, rows: np.ndarray) -> IndexRoot:
+        """Write a fresh tree over ``rows`` (leaf rows sorted by start_row, start_col)."""
+        if len(rows) == 0:
+            return EMPTY_ROOT
+        out: dict[str, bytes] = {}
+        return self._finish(self._write_level(rows, 0, out), 1, out)
+
+    def append(self, root: IndexRoot, new_rows: np.ndarray) -> IndexRoot:
+        """Add leaf rows after the last ones, rewriting only the rightmost path."""
+        if root.digest is None:
+            return self.build(new_rows)
+        if len(new_rows) == 0:
+            return root
+        path: list[np.ndarray] = []
+        digest = root.digest
+        for _ in range(root.height):
+            _, node = self.load(digest)
+            path.append(node)
+            digest = node[-1]["digest"].tobytes().hex()
+        out: dict[str, bytes] = {}
+        entries = self._write_level(np.concatenate([path[-1], new_rows]), 0, out)
+        level = 1
+        for parent in reversed(path[:-1]):
+            entries = self._write_level(np.concatenate([parent[:-1], entries]), level, out)
+            level += 1
+        return self._finish(entries, level, out)
+
+    # -- reading -----------------------------------------------------------------------------
+    def leaves(
+        self,
+        root: IndexRoot,
+        *,
+        row_range: tuple[int, int] | None = None,
+        index_range: tuple[int, int] | None = None,
+        col_range: tuple[int, int] | None = None,
+    ) -> np.ndarray:
+        """Leaf rows overlapping the given half-open row range, closed index range and
+        half-open column range (each optional), in row-then-column order."""
+        if root.digest is None:
+            return EMPTY
+        frontier = [root.digest]
+        for _level in range(root.height):
+            nodes = [self._decode(b)[1] for b in self._read_many(frontier)]
+            rows = np.concatenate(nodes) if len(nodes) > 1 else nodes[0]
+            mask = np.ones(len(rows), dtype=bool)
+            if row_range is not None:
+                mask &= (rows["end_row"] > row_range[0]) & (rows["start_row"] < row_range[1])
+            if index_range is not None:
+                mask &= (rows["max_index"] >= index_range[0]) & (rows["min_index"] <= index_range[1])
+            if col_range is not None:
+                mask &= (rows["end_col"] > col_range[0]) & (rows["start_col"] < col_range[1])
+            rows = rows[mask]
+            if _level == root.height - 1:
+                return rows
+            frontier = hex_digests(rows)
+            if not frontier:
+                return EMPTY
+        return EMPTY
+
+    def _read_present(self, digests: list[str]) -> list[bytes | memoryview | None]:
+        from arcticlite.exceptions import KeyNotFoundException
+
+        try:
+            return list(self._read_many(digests))
+        except KeyNotFoundException:
+            out: list[bytes | memoryview | None] = []
+            for d in digests:
+                try:
+                    out.append(self._read(d))
+                except KeyNotFoundException:
+                    out.append(None)
+            return out
+
+    def node_digests(self, roots: Iterable[IndexRoot], seen: set[str] | None = None) -> tuple[set[str], set[str]]:
+        """All node digests and leaf (segment) digests reachable from ``roots``.
+
+        Nodes in ``seen`` are not descended again (versions share most of their nodes).
+        """
+        seen = set() if seen is None else seen
+        nodes: set[str] = set()
+        segments: set[str] = set()
+        frontier = [r.digest for r in roots if r.digest is not None and r.digest not in seen]
+        while frontier:
+            frontier = [d for d in dict.fromkeys(frontier) if d not in seen]
+            if not frontier:
+                break
+            seen.update(frontier)
+            nodes.update(frontier)
+            nxt: list[str] = []
+            for data in self._read_present(frontier):
+                if data is None:  # already removed by an earlier clean-up
+                    continue
+                level, rows = self._decode(data)
+                digests = hex_digests(rows)
+                if level == 0:
+                    segments.update(digests)
+                else:
+                    nxt.extend(digests)
+            frontier = nxt
+        return nodes, segments

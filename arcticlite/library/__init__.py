@@ -1,0 +1,59 @@
+"""The ArcticDB-compatible API: ``Arctic``, ``Library`` and their value types."""
+
+from arcticlite.library._arctic import Arctic
+from arcticlite.library._library_all import Library
+from arcticlite.library._normalize import OutputFormat
+from arcticlite.library._options import (
+    EncodingVersion,
+    EnterpriseLibraryOptions,
+    LibraryOptions,
+    ModifiableEnterpriseLibraryOption,
+    ModifiableLibraryOption,
+)
+from arcticlite.library._types import (
+    DataError,
+    DeleteRequest,
+    ErrorCategory,
+    ErrorCode,
+    NameWithDType,
+    ReadInfoRequest,
+    ReadRequest,
+    StagedDataFinalizeMethod,
+    StageResult,
+    SymbolDescription,
+    SymbolVersion,
+    UpdatePayload,
+    VersionedItem,
+    VersionInfo,
+    VersionRequestType,
+    WriteMetadataPayload,
+    WritePayload,
+)
+
+__all__ = [
+    "Arctic",
+    "DataError",
+    "DeleteRequest",
+    "EncodingVersion",
+    "EnterpriseLibraryOptions",
+    "ErrorCategory",
+    "ErrorCode",
+    "Library",
+    "LibraryOptions",
+    "ModifiableEnterpriseLibraryOption",
+    "ModifiableLibraryOption",
+    "NameWithDType",
+    "OutputFormat",
+    "ReadInfoRequest",
+    "ReadRequest",
+    "StageResult",
+    "StagedDataFinalizeMethod",
+    "SymbolDescription",
+    "SymbolVersion",
+    "UpdatePayload",
+    "VersionInfo",
+    "VersionRequestType",
+    "VersionedItem",
+    "WriteMetadataPayload",
+    "WritePayload",
+]

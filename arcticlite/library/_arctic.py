@@ -1,0 +1,169 @@
+"""``Arctic``: the entry point -- a connection to one store holding many libraries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arcticlite._envelope import KIND_CONFIG, KIND_REGISTRY, seal, unseal
+from arcticlite.exceptions import (
+    ArcticInvalidApiUsageException,
+    LibraryNotFound,
+    MismatchingLibraryOptions,
+    UserInputException,
+)
+from arcticlite.library._library_all import Library
+from arcticlite.library._options import (
+    EncodingVersion,
+    EnterpriseLibraryOptions,
+    LibraryOptions,
+    ModifiableLibraryOption,
+)
+from arcticlite.storage import KVStore
+from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, registry_key, unescape
+
+MAX_LIBRARY_NAME = 255
+
+
+def _check_library_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise UserInputException("library name must be a non-empty string")
+    if len(name) > MAX_LIBRARY_NAME:
+        raise UserInputException(f"library name is {len(name)} characters; the limit is {MAX_LIBRARY_NAME}")
+    if any(c in name for c in "*<>") or not name.isprintable():
+        raise UserInputException(f"library name {name!r} contains a character that is not allowed (* < > or control)")
+    return name
+
+
+class Arctic:
+    """A connection to a store of libraries.
+
+    Parameters
+    ----------
+    uri : str
+        ``lmdb://path[?map_size=2GB]``, ``mem://``, ``s3://endpoint:bucket[?port=…&path_prefix=…&region=…]``
+        or ``s3s://…`` (HTTPS). S3 credentials come from boto3's default chain, never the URI.
+    output_format : str, optional
+        Default output format of reads: ``"pandas"`` (default), ``"pyarrow"`` or ``"polars"``.
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> ac = adb.Arctic("mem://")
+    >>> lib = ac.get_library("demo", create_if_missing=True)
+    """
+
+    def __init__(self, uri: str, encoding_version: EncodingVersion = EncodingVersion.V1,
+                 output_format: Any = None, arrow_string_format_default: Any = None,
+                 *, store: KVStore | None = None) -> None:
+        from arcticlite.storage import open_store
+
+        self._uri = uri
+        self._store = store if store is not None else open_store(uri)
+        self._output_format = output_format
+        self._encoding_version = encoding_version
+        self._libs: dict[str, Library] = {}
+        # an endpoint that ignores If-None-Match cannot serve the commit protocol (DESIGN §2)
+        self._conditional_ok = self._store.atomic_commit or self._store.probe_conditional_writes()
+
+    def __repr__(self) -> str:
+        return f"Arctic(config={self._store!r})"
+
+    def get_uri(self) -> str:
+        """The URI this connection was made with, unchanged."""
+        return self._uri
+
+    # -- libraries -----------------------------------------------------------------------------------
+    def _load_options(self, name: str) -> LibraryOptions | None:
+        raw = self._store.read_if_exists(LibraryKeys(name).config)
+        if raw is None:
+            return None
+        header, _ = unseal(raw, KIND_CONFIG)
+        return LibraryOptions.from_json(header["options"])
+
+    def _open(self, name: str, options: LibraryOptions, output_format: Any = None) -> Library:
+        lib = Library(self._store, name, options, arctic=self)
+        lib._engine.conditional_ok = self._conditional_ok
+        if output_format is not None:
+            lib._output_format = output_format  # type: ignore[attr-defined]
+        return lib
+
+    def create_library(self, name: str, library_options: LibraryOptions | None = None,
+                       enterprise_library_options: EnterpriseLibraryOptions | None = None,
+                       output_format: Any = None, arrow_string_format_default: Any = None) -> Library:
+        """Create a library; ``ValueError`` if it exists."""
+        name = _check_library_name(name)
+        options = library_options or LibraryOptions()
+        keys = LibraryKeys(name)
+        self._store.write_if_absent(keys.config, seal(KIND_CONFIG, {"options": options.to_json(), "name": name}))
+        if not self._store.write_if_absent(registry_key(name), seal(KIND_REGISTRY, {"name": name})):
+            raise ValueError(f"Library [{name}] already exists.")
+        stored = self._load_options(name) or options
+        return self._open(name, stored, output_format)
+
+    def get_library(self, name: str, create_if_missing: bool = False,
+                    library_options: LibraryOptions | None = None, output_format: Any = None,
+                    arrow_string_format_default: Any = None) -> Library:
+        """Open a library (creating it when ``create_if_missing``)."""
+        name = _check_library_name(name)
+        if library_options is not None and not create_if_missing:
+            raise ArcticInvalidApiUsageException(
+                "library_options are only used when creating a library: pass create_if_missing=True"
+            )
+        if not self.has_library(name):
+            if not create_if_missing:
+                raise LibraryNotFound(f"Library [{name}] does not exist; create it with create_library()")
+            try:
+                return self.create_library(name, library_options, output_format=output_format)
+            except ValueError:
+                pass  # created concurrently
+        stored = self._load_options(name) or LibraryOptions()
+        if create_if_missing and library_options is not None and library_options != stored:
+            raise MismatchingLibraryOptions(
+                f"Library [{name}] exists with options {stored!r}, not {library_options!r}"
+            )
+        return self._open(name, stored, output_format)
+
+    def __getitem__(self, name: str) -> Library:
+        return self.get_library(name)
+
+    def __contains__(self, name: str) -> bool:
+        return self.has_library(name)
+
+    def has_library(self, name: str) -> bool:
+        return self._store.exists(registry_key(name))
+
+    def list_libraries(self) -> list[str]:
+        """Names of the libraries, sorted."""
+        return sorted(unescape(k[len(REGISTRY_PREFIX):]) for k in self._store.list_keys(REGISTRY_PREFIX))
+
+    def delete_library(self, name: str) -> None:
+        """Delete a library and all its data (a no-op if it does not exist)."""
+        if not self.has_library(name):
+            return
+        self._store.delete([registry_key(name)])
+        root = LibraryKeys(name).root
+        batch: list[str] = []
+        for k in self._store.list_keys(root):
+            batch.append(k)
+            if len(batch) >= 1000:
+                self._store.delete(batch)
+                batch = []
+        if batch:
+            self._store.delete(batch)
+
+    def modify_library_option(self, library: Library, option: ModifiableLibraryOption, value: Any) -> None:
+        """Change a modifiable option of a library (persisted)."""
+        import dataclasses
+
+        field = {
+            ModifiableLibraryOption.DEDUP: "dedup",
+            ModifiableLibraryOption.ROWS_PER_SEGMENT: "rows_per_segment",
+            ModifiableLibraryOption.COLUMNS_PER_SEGMENT: "columns_per_segment",
+            ModifiableLibraryOption.RECURSIVE_NORMALIZERS: "recursive_normalizers",
+            ModifiableLibraryOption.PRUNE_PREVIOUS_VERSIONS: "prune_previous_versions",
+        }.get(option)
+        if field is None:
+            raise ArcticInvalidApiUsageException(f"option {option!r} cannot be modified")
+        new = dataclasses.replace(library.options(), **{field: value})
+        self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, {"options": new.to_json(), "name": library.name}))
+        library._options = new  # type: ignore[attr-defined]

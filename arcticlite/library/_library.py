@@ -1,0 +1,724 @@
+"""``Library``: the ArcticDB-compatible API over the version engine (core operations).
+
+Batch operations, snapshots, descriptions and staging live in mixins beside this module.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import xxhash
+
+from arcticlite.exceptions import (
+    AppendOrderException,
+    ArcticException,
+    ArcticInvalidApiUsageException,
+    InternalException,
+    NoDataFoundException,
+    NoSuchVersionException,
+    StorageException,
+    UnsortedDataException,
+    UserInputException,
+)
+from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE, IndexRoot, TableIndexIO, hex_digests
+from arcticlite.library import _normalize as norm
+from arcticlite.library._options import LibraryOptions
+from arcticlite.library._segments import Layout, read_segments, write_segments
+from arcticlite.library._time import as_of_to_ns, to_ns_bound
+from arcticlite.library._types import VersionedItem
+from arcticlite.storage import KVStore
+from arcticlite.version._engine import VersionEngine
+from arcticlite.version._keys import LibraryKeys
+from arcticlite.version._records import VersionRecord, add_ranges
+from arcticlite.version._symbol_list import SymbolList
+
+MAX_SYMBOL_LENGTH = 254
+
+
+def check_symbol(symbol: Any) -> str:
+    """Validate a symbol name; non-str names are coerced like ArcticDB does."""
+    if not isinstance(symbol, str):
+        if symbol is None:
+            raise UserInputException("symbol must be a non-empty string, got None")
+        symbol = str(symbol)
+    if not symbol:
+        raise UserInputException("E_INVALID_USER_ARGUMENT: symbol must be a non-empty string")
+    if len(symbol) > MAX_SYMBOL_LENGTH:
+        raise UserInputException(
+            f"E_NAME_TOO_LONG: symbol name is {len(symbol)} characters; the limit is {MAX_SYMBOL_LENGTH}"
+        )
+    return symbol
+
+
+def _schema_bytes(schema: pa.Schema) -> bytes:
+    return schema.serialize().to_pybytes()
+
+
+def _schema_from(b: bytes) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(b))
+
+
+class LibraryCore:
+    """State and core operations shared by the Library mixins."""
+
+    def __init__(self, store: KVStore, name: str, options: LibraryOptions, arctic: Any = None) -> None:
+        self._store = store
+        self._name = name
+        self._options = options
+        self._arctic = arctic
+        self._keys = LibraryKeys(name)
+        self._engine = VersionEngine(store, self._keys)
+        self._index = TableIndexIO(
+            read_node=lambda d: store.read(self._keys_tindex_cur(d)),
+            write_nodes=lambda nodes: store.write_many({self._keys_tindex_cur(d): b for d, b in nodes.items()}),
+            read_nodes=lambda ds: store.read_many([self._keys_tindex_cur(d) for d in ds]),
+        )
+        self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
+        self._cur_sym = ""
+
+    # index nodes are keyed per symbol; the index IO is shared, so the symbol is set per call
+    def _keys_tindex_cur(self, digest: str) -> str:
+        return self._keys.tindex(self._cur_sym, digest)
+
+    def _index_for(self, sym: str) -> TableIndexIO:
+        keys = self._keys
+        store = self._store
+        return TableIndexIO(
+            read_node=lambda d: store.read(keys.tindex(sym, d)),
+            write_nodes=lambda nodes: store.write_many({keys.tindex(sym, d): b for d, b in nodes.items()}),
+            read_nodes=lambda ds: store.read_many([keys.tindex(sym, d) for d in ds]),
+        )
+
+    @property
+    def name(self) -> str:
+        """The library's name."""
+        return self._name
+
+    def options(self) -> LibraryOptions:
+        """The options the library was created with."""
+        return self._options
+
+    def __repr__(self) -> str:
+        return f"Library({self._arctic!r}, path={self._name}, storage={type(self._store).__name__})"
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _prune_default(self, prune: bool | None) -> bool:
+        return self._options.prune_previous_versions if prune is None else bool(prune)
+
+    def _layout(self, meta: norm.NormMeta) -> Layout:
+        return Layout(
+            n_index=len(meta.index_columns),
+            rows_per_segment=self._options.rows_per_segment,
+            columns_per_segment=0 if self._options.dynamic_schema else self._options.columns_per_segment,
+        )
+
+    @staticmethod
+    def _pickle_meta(metadata: Any) -> bytes | None:
+        return None if metadata is None else pickle.dumps(metadata, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def _normalize(self, data: Any, index_column: Any = False) -> tuple[pa.Table, norm.NormMeta]:
+        ic = index_column if index_column not in (False, None) else None
+        return norm.normalize(data, index_column=ic)
+
+    @staticmethod
+    def _index_bounds(table: pa.Table, meta: norm.NormMeta) -> tuple[int | None, int | None]:
+        if meta.index_kind != "datetime" or table.num_rows == 0:
+            return None, None
+        vals = table.column(0).cast(pa.int64())
+        first, last = vals[0].as_py(), vals[-1].as_py()
+        return first, last
+
+    def _check_sorted(self, table: pa.Table, meta: norm.NormMeta, op: str) -> str:
+        s = norm.sortedness(table, meta)
+        if meta.index_kind == "datetime" and s not in ("ASCENDING", "UNKNOWN"):
+            raise UnsortedDataException(
+                f"When calling {op} with validate_index enabled, input data must be sorted: "
+                "sort the frame by its index (df.sort_index()) or pass validate_index=False"
+            )
+        return s
+
+    def _data_record(
+        self,
+        kind: str,
+        head: VersionRecord | None,
+        seq: int,
+        *,
+        index: IndexRoot,
+        meta: norm.NormMeta,
+        schema: pa.Schema,
+        first: int | None,
+        last: int | None,
+        sorted_: str,
+        metadata: bytes | None,
+        pickled: bool = False,
+    ) -> VersionRecord:
+        return VersionRecord(
+            symbol="",
+            seq=seq,
+            kind=kind,
+            created_ns=0,
+            token="",
+            dead=head.dead if head is not None else (),
+            latest_live=seq,
+            index=index,
+            norm=meta.to_json().decode() if isinstance(meta.to_json(), bytes) else meta.to_json(),
+            schema=_schema_bytes(schema),
+            first_index=first,
+            last_index=last,
+            sorted=sorted_,
+            pickled=pickled,
+            metadata=metadata,
+        )
+
+    @staticmethod
+    def _meta_of(rec: VersionRecord) -> norm.NormMeta:
+        return norm.NormMeta.from_json(rec.norm.encode() if isinstance(rec.norm, str) else rec.norm)
+
+    @staticmethod
+    def _schema_of(rec: VersionRecord) -> pa.Schema:
+        return _schema_from(rec.schema) if rec.schema else pa.schema([])
+
+    def _after_commit(self, sym: str, head: VersionRecord | None, rec: VersionRecord, prune: bool) -> None:
+        was_live = head is not None and head.latest_live is not None
+        is_live = rec.latest_live is not None
+        if was_live != is_live or head is None:
+            self._symbol_list.record(sym, rec.seq, "a" if is_live else "d")
+        if prune and is_live:
+            self._prune(sym)
+
+    def _item(self, sym: str, rec: VersionRecord, data: Any = None) -> VersionedItem:
+        return VersionedItem(
+            symbol=sym,
+            library=self._name,
+            data=data,
+            version=rec.seq,
+            metadata=rec.user_metadata(),
+            host=repr(self._store),
+            timestamp=rec.created_ns,
+        )
+
+    # -- resolution --------------------------------------------------------------------------------
+    def _resolve(self, sym: str, as_of: Any, *, missing: type[Exception] = NoSuchVersionException) -> VersionRecord:
+        """The version record ``as_of`` designates (live, or held by a snapshot)."""
+        if as_of is None:
+            rec = self._engine.latest_live(sym)
+            if rec is None:
+                raise missing(
+                    f"E_NO_SUCH_VERSION: version matching query 'latest' not found for symbol {sym!r}"
+                )
+            return rec
+        if isinstance(as_of, str):
+            snap = self._read_snapshot(as_of)  # type: ignore[attr-defined]
+            if sym not in snap["symbols"]:
+                raise missing(f"E_NO_SUCH_VERSION: symbol {sym!r} is not in snapshot {as_of!r}")
+            rec = self._engine.read_record(sym, int(snap["symbols"][sym]))
+            if rec is None:
+                raise missing(f"E_NO_SUCH_VERSION: snapshot {as_of!r} refers to a missing version of {sym!r}")
+            return rec
+        if isinstance(as_of, bool) or isinstance(as_of, float | np.floating):
+            raise ArcticException("Unexpected combination of read parameters: as_of must be int, str or datetime")
+        if isinstance(as_of, int | np.integer) and not isinstance(as_of, np.datetime64):
+            if isinstance(as_of, np.integer):
+                raise ArcticException("Unexpected combination of read parameters: as_of must be a Python int")
+            head = self._engine.head(sym)
+            seq = int(as_of)
+            if seq < 0:
+                seq = (head.seq if head is not None else -1) + 1 + seq
+            try:
+                return self._engine.version(sym, seq, head)
+            except NoSuchVersionException as exc:
+                raise missing(str(exc)) from None
+        when = as_of_to_ns(as_of)
+        try:
+            return self._engine.version_at(sym, when)
+        except NoSuchVersionException as exc:
+            raise missing(str(exc)) from None
+
+    # -- write -------------------------------------------------------------------------------------
+    def write(
+        self,
+        symbol: str,
+        data: Any,
+        metadata: Any = None,
+        prune_previous_versions: bool | None = None,
+        staged: bool = False,
+        validate_index: bool = True,
+        index_column: Any = False,
+        recursive_normalizers: bool | None = None,
+    ) -> VersionedItem | None:
+        """Write ``data`` as a new version of ``symbol``.
+
+        Creates version ``head + 1``. Safe with concurrent writers: a racing writer simply
+        takes the next version id. Data segments are written before the commit point, so a
+        failure leaves no visible change.
+
+        Parameters
+        ----------
+        symbol : str
+        data : pandas.DataFrame | pandas.Series | numpy.ndarray | pyarrow.Table | polars.DataFrame
+        metadata : Any, optional
+            Any picklable object, returned by reads.
+        prune_previous_versions : bool, optional
+            Delete earlier versions (except those held by snapshots) after the write.
+        staged : bool
+            Deprecated: same as :meth:`stage`.
+        validate_index : bool
+            Refuse an unsorted DatetimeIndex (``UnsortedDataException``).
+        index_column : str, optional
+            For Arrow/polars input: the column to use as index.
+        """
+        sym = check_symbol(symbol)
+        if staged:
+            self.stage(sym, data, validate_index=validate_index, index_column=index_column)  # type: ignore[attr-defined]
+            return None
+        table, meta = self._normalize(data, index_column)
+        sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
+        leaves = write_segments(
+            self._store, self._keys, sym, table, self._layout(meta), start_row=0,
+            is_datetime=meta.index_kind == "datetime",
+        )
+        root = self._index_for(sym).build(leaves)
+        first, last = self._index_bounds(table, meta)
+        mbytes = self._pickle_meta(metadata)
+        heads: list[VersionRecord | None] = []
+
+        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
+            heads.append(head)
+            return self._data_record(
+                "write", head, seq, index=root, meta=meta, schema=table.schema,
+                first=first, last=last, sorted_=sorted_, metadata=mbytes,
+            )
+
+        rec = self._engine.commit(sym, build)
+        self._after_commit(sym, heads[-1], rec, self._prune_default(prune_previous_versions))
+        return self._item(sym, rec)
+
+    def write_pickle(
+        self,
+        symbol: str,
+        data: Any,
+        metadata: Any = None,
+        prune_previous_versions: bool | None = None,
+        staged: bool = False,
+        recursive_normalizers: bool | None = None,
+    ) -> VersionedItem:
+        """Write any picklable object as a new version of ``symbol``."""
+        sym = check_symbol(symbol)
+        rec = self._write_pickled(sym, data, self._pickle_meta(metadata), "pickle")
+        if self._prune_default(prune_previous_versions):
+            self._prune(sym)
+        return self._item(sym, rec)
+
+    def _write_pickled(self, sym: str, data: Any, mbytes: bytes | None, kind: str) -> VersionRecord:
+        body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        digest = xxhash.xxh3_128_hexdigest(body)
+        self._store.write(self._keys.tdata(sym, digest), body)
+        leaf = np.zeros(1, dtype=ROW_DTYPE)
+        leaf["end_row"] = 0
+        leaf["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
+        leaf["nbytes"] = len(body)
+        root = self._index_for(sym).build(leaf)
+        root = IndexRoot(digest=root.digest, height=root.height, rows=0, segments=1)
+        heads: list[VersionRecord | None] = []
+
+        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
+            heads.append(head)
+            return VersionRecord(
+                symbol=sym, seq=seq, kind=kind, created_ns=0, token="",
+                dead=head.dead if head is not None else (), latest_live=seq, index=root,
+                pickled=True, metadata=mbytes,
+            )
+
+        rec = self._engine.commit(sym, build)
+        self._after_commit(sym, heads[-1], rec, False)
+        return rec
+
+    # -- append ------------------------------------------------------------------------------------
+    def append(
+        self,
+        symbol: str,
+        data: Any,
+        metadata: Any = None,
+        prune_previous_versions: bool | None = None,
+        validate_index: bool = True,
+        index_column: Any = False,
+        compact_data: bool = False,
+    ) -> VersionedItem:
+        """Append rows after the last version of ``symbol`` (creating it if missing).
+
+        The new rows' first index value must not be before the last stored one. Safe with
+        concurrent writers: if another writer commits first, the append rebases on the new
+        head (its data segments are reused) and retries, so no acknowledged append is lost.
+        Cost does not grow with the number of earlier appends.
+        """
+        sym = check_symbol(symbol)
+        table, meta = self._normalize(data, index_column)
+        sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
+        layout = self._layout(meta)
+        is_dt = meta.index_kind == "datetime"
+        leaves = write_segments(self._store, self._keys, sym, table, layout, start_row=0, is_datetime=is_dt)
+        first, last = self._index_bounds(table, meta)
+        mbytes = self._pickle_meta(metadata)
+        index = self._index_for(sym)
+        heads: list[VersionRecord | None] = []
+
+        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
+            heads.append(head)
+            base = self._engine.live_from_head(sym, head)
+            if base is None:
+                root = index.build(leaves)
+                return self._data_record(
+                    "write" if head is None else "append", head, seq, index=root, meta=meta,
+                    schema=table.schema, first=first, last=last, sorted_=sorted_new, metadata=mbytes,
+                )
+            if base.pickled:
+                raise InternalException(f"Cannot append to pickled data (symbol {sym!r})")
+            bmeta = self._meta_of(base)
+            bschema = self._schema_of(base)
+            brows = base.index.rows if base.index is not None else 0
+            schema = norm.common_schema(
+                bmeta, bschema, meta, table.schema, dynamic=self._options.dynamic_schema, stored_rows=brows
+            ) or bschema
+            if is_dt and validate_index and base.sorted not in ("ASCENDING", "UNKNOWN") and brows:
+                raise UnsortedDataException(
+                    "When calling append with validate_index enabled, the existing data must be sorted"
+                )
+            if is_dt and first is not None and base.last_index is not None and first < base.last_index:
+                raise AppendOrderException(
+                    f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(first)} to existing "
+                    f"sequence ending at {_ts(base.last_index)} (version {base.seq}); sort the frame or use update()"
+                )
+            shifted = leaves.copy()
+            shifted["start_row"] += brows
+            shifted["end_row"] += brows
+            if not is_dt:
+                shifted["min_index"] += brows
+                shifted["max_index"] += brows
+            root = index.append(base.index or EMPTY_ROOT, shifted)
+            out_meta = merged_meta(bmeta, meta, schema)
+            s = _combine_sorted(base.sorted, sorted_new, base.last_index, first, brows, table.num_rows)
+            return self._data_record(
+                "append", head, seq, index=root, meta=out_meta, schema=schema,
+                first=base.first_index if base.first_index is not None else first,
+                last=last if last is not None else base.last_index,
+                sorted_=s, metadata=mbytes,
+            )
+
+        rec = self._engine.commit(sym, build)
+        self._after_commit(sym, heads[-1], rec, self._prune_default(prune_previous_versions))
+        if compact_data and hasattr(self, "compact_data"):
+            rec2 = self.compact_data(sym)  # type: ignore[attr-defined]
+            return rec2
+        return self._item(sym, rec)
+
+    # -- read --------------------------------------------------------------------------------------
+    def read(
+        self,
+        symbol: str,
+        as_of: Any = None,
+        date_range: tuple[Any, Any] | None = None,
+        row_range: tuple[int, int] | None = None,
+        columns: list[Any] | None = None,
+        query_builder: Any = None,
+        lazy: bool = False,
+        output_format: Any = None,
+        arrow_string_format_default: Any = None,
+        arrow_string_format_per_column: Any = None,
+    ) -> VersionedItem:
+        """Read a version of ``symbol``.
+
+        ``as_of`` is a version id (negative counts from the end), a snapshot name or a
+        datetime (the latest version created at or before it; naive means UTC). Only the
+        segments overlapping ``date_range`` / ``row_range`` / ``columns`` are fetched.
+        """
+        sym = check_symbol(symbol)
+        if query_builder is not None:
+            from arcticlite.exceptions import ArcticDbNotYetImplemented
+
+            raise ArcticDbNotYetImplemented(
+                "QueryBuilder execution is not implemented yet; read the data and filter it with "
+                "pandas, or use date_range / row_range / columns"
+            )
+        if lazy:
+            raise ArcticInvalidApiUsageException("lazy reads are not supported yet; use lazy=False")
+        if date_range is not None and row_range is not None:
+            raise ArcticException("Date range and row range both specified: give only one")
+        rec = self._resolve(sym, as_of)
+        data = self._read_data(sym, rec, date_range=date_range, row_range=row_range, columns=columns,
+                               output_format=output_format)
+        return self._item(sym, rec, data)
+
+    def _read_data(
+        self,
+        sym: str,
+        rec: VersionRecord,
+        *,
+        date_range: Any = None,
+        row_range: tuple[int, int] | None = None,
+        columns: list[Any] | None = None,
+        output_format: Any = None,
+    ) -> Any:
+        if rec.pickled:
+            if date_range is not None or row_range is not None or columns is not None:
+                raise InternalException(
+                    f"E_ASSERTION_FAILURE: Cannot perform processing (columns, date_range, row_range) "
+                    f"on pickled data of symbol {sym!r}"
+                )
+            if rec.index is None or rec.index.digest is None:
+                return None
+            leaf = self._index_for(sym).leaves(rec.index)
+            return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
+        meta = self._meta_of(rec)
+        schema = self._schema_of(rec)
+        n_index = len(meta.index_columns)
+        root = rec.index or EMPTY_ROOT
+        total = root.rows
+        wanted = list(schema.names[n_index:]) if columns is None else meta.user_to_stored(list(columns))
+        rr: tuple[int, int] | None = None
+        ir: tuple[int, int] | None = None
+        if row_range is not None:
+            rr = _iloc_range(row_range, total)
+        if date_range is not None:
+            if meta.index_kind != "datetime":
+                raise InternalException(
+                    f"Cannot apply date range filter to symbol {sym!r} with non-timestamp index"
+                )
+            if rec.sorted not in ("ASCENDING", "UNKNOWN"):
+                raise UnsortedDataException(
+                    f"Cannot apply date range filter to symbol {sym!r}: its index is not sorted"
+                )
+            lo, hi = to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False)
+            ir = (lo, hi)
+        if rr is not None and rr[0] >= rr[1]:
+            leaves = np.zeros(0, dtype=ROW_DTYPE)
+        else:
+            leaves = self._index_for(sym).leaves(root, row_range=rr, index_range=ir)
+        table = read_segments(self._store, self._keys, sym, leaves, schema, n_index, wanted, rr,
+                              dynamic=self._options.dynamic_schema)
+        if ir is not None and table.num_rows:
+            idx = table.column(0).cast(pa.int64()).to_numpy()
+            a, b = np.searchsorted(idx, ir[0], "left"), np.searchsorted(idx, ir[1], "right")
+            table = table.slice(int(a), int(max(0, b - a)))
+        fmt = output_format
+        if fmt is None:
+            fmt = getattr(self, "_output_format", None) or getattr(self._arctic, "_output_format", None)
+        return norm.denormalize(table, meta, output_format=fmt or "pandas", row_offset=rr[0] if rr else 0)
+
+    def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
+             lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
+        """The first ``n`` rows (all but the last ``|n|`` when negative)."""
+        sym = check_symbol(symbol)
+        rec = self._resolve(sym, as_of)
+        total = rec.index.rows if rec.index is not None else 0
+        rr = (0, n) if n >= 0 else (0, max(0, total + n))
+        return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns, output_format=output_format))
+
+    def tail(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
+             lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
+        """The last ``n`` rows (all but the first ``|n|`` when negative)."""
+        sym = check_symbol(symbol)
+        rec = self._resolve(sym, as_of)
+        total = rec.index.rows if rec.index is not None else 0
+        rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)
+        return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns, output_format=output_format))
+
+    def __getitem__(self, symbol: str) -> VersionedItem:
+        return self.read(symbol)  # type: ignore[no-any-return]
+
+    def __contains__(self, symbol: str) -> bool:
+        return self.has_symbol(symbol)
+
+    def has_symbol(self, symbol: str, as_of: Any = None) -> bool:
+        """Whether ``symbol`` has a live version (or the version/snapshot ``as_of`` holds it)."""
+        sym = check_symbol(symbol)
+        if isinstance(as_of, str):
+            snap = self._read_snapshot(as_of)  # type: ignore[attr-defined]
+            return sym in snap["symbols"]
+        try:
+            self._resolve(sym, as_of)
+            return True
+        except NoDataFoundException:
+            return False
+
+    # -- metadata ----------------------------------------------------------------------------------
+    def read_metadata(self, symbol: str, as_of: Any = None) -> VersionedItem:
+        """The user metadata of a version (reads only the version record)."""
+        sym = check_symbol(symbol)
+        rec = self._resolve(sym, as_of, missing=NoDataFoundException)
+        return self._item(sym, rec)
+
+    def write_metadata(self, symbol: str, metadata: Any, prune_previous_versions: bool | None = None) -> VersionedItem:
+        """A new version with the same data and new metadata (no data is rewritten)."""
+        sym = check_symbol(symbol)
+        mbytes = self._pickle_meta(metadata)
+        heads: list[VersionRecord | None] = []
+
+        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
+            heads.append(head)
+            base = self._engine.live_from_head(sym, head)
+            if base is None:
+                return VersionRecord(
+                    symbol=sym, seq=seq, kind="pickle", created_ns=0, token="",
+                    dead=head.dead if head else (), latest_live=seq, index=None, pickled=True, metadata=mbytes,
+                )
+            return base.with_(kind="metadata", dead=head.dead if head else (), latest_live=seq, metadata=mbytes)
+
+        rec = self._engine.commit(sym, build)
+        self._after_commit(sym, heads[-1], rec, self._prune_default(prune_previous_versions))
+        return self._item(sym, rec)
+
+    # -- delete / prune ----------------------------------------------------------------------------
+    def delete(self, symbol: str, versions: int | list[int] | None = None) -> None:
+        """Delete all versions of ``symbol`` (it leaves ``list_symbols``), or only ``versions``.
+
+        Data still referenced by a live version or a snapshot is kept; the rest is removed.
+        """
+        sym = check_symbol(symbol)
+        if versions is None:
+            head = self._engine.head(sym)
+            if head is None or head.latest_live is None:
+                return
+            self._tombstone(sym, None)
+            return
+        vs = [versions] if isinstance(versions, int | np.integer) else list(versions)
+        if not vs:
+            return
+        self._tombstone(sym, [int(v) for v in vs])
+
+    def _tombstone(self, sym: str, versions: list[int] | None) -> VersionRecord | None:
+        heads: list[VersionRecord | None] = []
+        killed: set[int] = set()
+
+        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
+            heads.append(head)
+            if head is None:
+                raise NoSuchVersionException(f"E_NO_SUCH_VERSION: symbol {sym!r} does not exist")
+            killed.clear()
+            if versions is None:
+                killed.update(v for v in range(seq) if head.is_live(v))
+                dead = add_ranges(head.dead, [(0, seq)])
+                kind = "tombstone_all"
+            else:
+                for v in versions:
+                    if v > head.seq or v < 0:
+                        raise NoSuchVersionException(
+                            f"E_NO_SUCH_VERSION: Can't delete version {v} for symbol {sym!r}: it is higher "
+                            f"than the latest version {head.seq}"
+                        )
+                    if not head.is_live(v):
+                        raise NoSuchVersionException(
+                            f"E_NO_SUCH_VERSION: Version {v} for symbol {sym} is already deleted"
+                        )
+                killed.update(versions)
+                dead = add_ranges(head.dead, [(v, v) for v in versions] + [(seq, seq)])
+                kind = "tombstone"
+            live = _max_live(dead, seq)
+            return VersionRecord(
+                symbol=sym, seq=seq, kind=kind, created_ns=0, token="", dead=dead, latest_live=live,
+                extra={"deleted": versions if versions is not None else "all"},
+            )
+
+        rec = self._engine.commit(sym, build)
+        self._after_commit(sym, heads[-1], rec, False)
+        self._cleanup(sym, killed)  # type: ignore[attr-defined]
+        return rec
+
+    def prune_previous_versions(self, symbol: str) -> None:
+        """Delete every version but the latest (versions in snapshots keep their data)."""
+        sym = check_symbol(symbol)
+        head = self._engine.head(sym)
+        if head is None or head.latest_live is None:
+            raise StorageException(f"E_SYMBOL_NOT_FOUND: symbol {sym!r} not found")
+        self._prune(sym)
+
+    def _prune(self, sym: str) -> None:
+        head = self._engine.head(sym)
+        if head is None or head.latest_live is None:
+            return
+        older = [v for v in range(head.latest_live) if head.is_live(v)]
+        if not older:
+            return
+        killed: set[int] = set()
+
+        def build(h: VersionRecord | None, seq: int) -> VersionRecord:
+            assert h is not None
+            if h.latest_live is None:
+                raise NoSuchVersionException(f"symbol {sym!r} was deleted concurrently")
+            keep = h.latest_live
+            killed.clear()
+            killed.update(v for v in range(keep) if h.is_live(v))
+            dead = add_ranges(h.dead, [(0, keep - 1)] if keep > 0 else [])
+            dead = add_ranges(dead, [(keep + 1, seq)])
+            return VersionRecord(
+                symbol=sym, seq=seq, kind="tombstone", created_ns=0, token="", dead=dead,
+                latest_live=keep, extra={"deleted": "older", "below": keep},
+            )
+
+        try:
+            self._engine.commit(sym, build)
+        except NoSuchVersionException:
+            return
+        self._cleanup(sym, killed)  # type: ignore[attr-defined]
+
+
+def _max_live(dead: tuple[tuple[int, int], ...], upto: int) -> int | None:
+    v = upto
+    for a, b in sorted(dead, reverse=True):
+        if v > b:
+            return v
+        v = min(v, a - 1)
+        if v < 0:
+            return None
+    return v if v >= 0 else None
+
+
+def _ts(ns: int) -> str:
+    import pandas as pd
+
+    return str(pd.Timestamp(ns, unit="ns"))
+
+
+def _iloc_range(row_range: tuple[Any, Any], total: int) -> tuple[int, int]:
+    start, stop = row_range
+    start = 0 if start is None else int(start)
+    stop = total if stop is None else int(stop)
+    if start < 0:
+        start = max(0, total + start)
+    if stop < 0:
+        stop = max(0, total + stop)
+    start, stop = min(start, total), min(stop, total)
+    return start, max(start, stop)
+
+
+def _combine_sorted(old: str, new: str, old_last: int | None, new_first: int | None, old_rows: int, new_rows: int) -> str:
+    if old_rows == 0:
+        return new
+    if new_rows == 0:
+        return old
+    if old == "UNKNOWN" and new == "UNKNOWN":
+        return "UNKNOWN"
+    if old == "ASCENDING" and new == "ASCENDING" and (old_last is None or new_first is None or new_first >= old_last):
+        return "ASCENDING"
+    return "UNSORTED"
+
+
+def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema) -> norm.NormMeta:
+    """The stored meta after adding ``nmeta``'s data to ``bmeta``'s under ``schema``:
+    new columns (dynamic schema) appended, the index tz of the newest write."""
+    import dataclasses
+
+    n_index = len(bmeta.index_columns)
+    names = tuple(schema.names[n_index:])
+    info: dict[str, tuple[Any, str]] = {}
+    for m in (nmeta, bmeta):  # stored meta wins for columns it knows
+        hints = tuple(getattr(m, "column_hints", ())) or ("",) * len(m.columns)
+        for c, u, h in zip(m.columns, m.user_columns, hints, strict=False):
+            info[c] = (u, h)
+    user = tuple(info.get(c, (c, ""))[0] for c in names)
+    changes: dict[str, Any] = {"columns": names, "user_columns": user, "tz": nmeta.tz}
+    if hasattr(bmeta, "column_hints"):
+        changes["column_hints"] = tuple(info.get(c, (c, ""))[1] for c in names)
+    return dataclasses.replace(bmeta, **changes)

@@ -1,0 +1,97 @@
+"""Library options (ArcticDB's ``LibraryOptions``), persisted in the library config."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from arcticlite.exceptions import UnsupportedLibraryOptionValue, UserInputException
+
+
+class EncodingVersion(enum.IntEnum):
+    V1 = 0
+    V2 = 1
+
+
+class ModifiableLibraryOption(enum.Enum):
+    DEDUP = 1
+    ROWS_PER_SEGMENT = 2
+    COLUMNS_PER_SEGMENT = 3
+    RECURSIVE_NORMALIZERS = 4
+    PRUNE_PREVIOUS_VERSIONS = 5
+
+
+class ModifiableEnterpriseLibraryOption(enum.Enum):
+    REPLICATION = 1
+    BACKGROUND_DELETION = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnterpriseLibraryOptions:
+    replication: bool = False
+    background_deletion: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LibraryOptions:
+    """Options of a library, fixed at creation (some modifiable with
+    ``Arctic.modify_library_option``).
+
+    Parameters
+    ----------
+    dynamic_schema : bool
+        Allow columns to appear, disappear and widen across appends/updates. Under dynamic
+        schema ``columns_per_segment`` is ignored (one column slice).
+    dedup : bool
+        Reuse identical data segments of earlier versions (segments are content addressed,
+        so arcticlite always deduplicates; the flag is kept for compatibility).
+    rows_per_segment, columns_per_segment : int
+        Tile size of data segments.
+    encoding_version : EncodingVersion, optional
+        Accepted for compatibility; arcticlite always writes Fermion segments.
+    recursive_normalizers : bool
+        Accepted for compatibility.
+    prune_previous_versions : bool
+        Default of the per-call ``prune_previous_versions`` argument.
+    """
+
+    dynamic_schema: bool = False
+    dedup: bool = False
+    rows_per_segment: int = 100_000
+    columns_per_segment: int = 127
+    encoding_version: EncodingVersion | None = None
+    recursive_normalizers: bool = False
+    prune_previous_versions: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("rows_per_segment", "columns_per_segment"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise UnsupportedLibraryOptionValue(
+                    f"LibraryOptions.{name} must be a positive int, got {v!r}"
+                )
+        for name in ("dynamic_schema", "dedup", "recursive_normalizers", "prune_previous_versions"):
+            if not isinstance(getattr(self, name), bool):
+                raise UserInputException(f"LibraryOptions.{name} must be a bool")
+
+    def __repr__(self) -> str:
+        ev = 0 if self.encoding_version is None else int(self.encoding_version)
+        return (
+            f"LibraryOptions(dynamic_schema={self.dynamic_schema}, dedup={self.dedup}, "
+            f"rows_per_segment={self.rows_per_segment}, columns_per_segment={self.columns_per_segment}, "
+            f"encoding_version={ev}, recursive_normalizers={self.recursive_normalizers}, "
+            f"prune_previous_versions={self.prune_previous_versions})"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["encoding_version"] = None if self.encoding_version is None else int(self.encoding_version)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LibraryOptions:
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        if known.get("encoding_version") is not None:
+            known["encoding_version"] = EncodingVersion(known["encoding_version"])
+        return cls(**known)

@@ -1,0 +1,235 @@
+"""Value types of the Library API, named and shaped as in ArcticDB."""
+
+from __future__ import annotations
+
+import enum
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+
+@dataclass(slots=True)
+class VersionedItem:
+    """The result of a read or write: symbol, library, data, version and user metadata."""
+
+    symbol: str
+    library: str
+    data: Any
+    version: int
+    metadata: Any = None
+    host: str | None = None
+    timestamp: int | None = None
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        warnings.warn("Unpacking a VersionedItem is deprecated", DeprecationWarning, stacklevel=2)
+        yield from (self.symbol, self.library, self.data, self.version, self.metadata, self.host)
+
+    def __repr__(self) -> str:
+        return (
+            f"VersionedItem(symbol={self.symbol!r}, library={self.library!r}, data=n/a, "
+            f"version={self.version}, metadata={self.metadata!r}, host={self.host!r}, "
+            f"timestamp={self.timestamp})"
+        )
+
+
+class SymbolVersion(NamedTuple):
+    symbol: str
+    version: int
+
+    def __repr__(self) -> str:
+        return f"{self.symbol}_v{self.version}"
+
+
+class VersionInfo(NamedTuple):
+    date: datetime
+    deleted: bool
+    snapshots: list[str]
+
+    def __repr__(self) -> str:
+        return f"(date={self.date}, deleted={self.deleted}, snapshots={self.snapshots})"
+
+
+class NameWithDType(NamedTuple):
+    name: Any
+    dtype: Any
+
+
+class SymbolDescription(NamedTuple):
+    columns: tuple[NameWithDType, ...]
+    index: tuple[NameWithDType, ...]
+    index_type: str
+    row_count: int | None
+    last_update_time: datetime
+    date_range: tuple[Any, Any]
+    sorted: str
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SymbolDescription):
+            return NotImplemented
+        import pandas as pd
+
+        def same(a: Any, b: Any) -> bool:
+            return (pd.isna(a) and pd.isna(b)) or a == b
+
+        return (
+            self.columns == other.columns
+            and self.index == other.index
+            and self.index_type == other.index_type
+            and self.row_count == other.row_count
+            and self.last_update_time == other.last_update_time
+            and all(same(a, b) for a, b in zip(self.date_range, other.date_range, strict=True))
+            and self.sorted == other.sorted
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class WritePayload:
+    """A symbol and its data for ``write_batch`` / ``append_batch``."""
+
+    def __init__(self, symbol: str, data: Any, metadata: Any = None, index_column: Any = False) -> None:
+        self.symbol = symbol
+        self.data = data
+        self.metadata = metadata
+        self.index_column = index_column
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        yield from (self.symbol, self.data, self.metadata)
+
+    def __repr__(self) -> str:
+        return f"WritePayload(symbol={self.symbol!r}, data_id={id(self.data)}, metadata={self.metadata!r})"
+
+
+class WriteMetadataPayload:
+    def __init__(self, symbol: str, metadata: Any) -> None:
+        self.symbol = symbol
+        self.metadata = metadata
+
+    def __repr__(self) -> str:
+        return f"WriteMetadataPayload(symbol={self.symbol!r}, metadata={self.metadata!r})"
+
+
+class UpdatePayload:
+    def __init__(
+        self,
+        symbol: str,
+        data: Any,
+        metadata: Any = None,
+        date_range: tuple[Any, Any] | None = None,
+        index_column: Any = False,
+    ) -> None:
+        self.symbol = symbol
+        self.data = data
+        self.metadata = metadata
+        self.date_range = date_range
+        self.index_column = index_column
+
+    def __repr__(self) -> str:
+        return f"UpdatePayload(symbol={self.symbol!r}, data_id={id(self.data)}, date_range={self.date_range})"
+
+
+class ReadRequest(NamedTuple):
+    symbol: str
+    as_of: Any = None
+    date_range: Any = None
+    row_range: Any = None
+    columns: Any = None
+    query_builder: Any = None
+    output_format: Any = None
+    arrow_string_format_default: Any = None
+    arrow_string_format_per_column: Any = None
+
+
+class ReadInfoRequest(NamedTuple):
+    symbol: str
+    as_of: Any = None
+
+
+class DeleteRequest(NamedTuple):
+    symbol: str
+    version_ids: list[int]
+
+
+class VersionRequestType(enum.Enum):
+    SNAPSHOT = 0
+    TIMESTAMP = 1
+    SPECIFIC = 2
+    LATEST = 3
+
+
+class ErrorCategory(enum.Enum):
+    GENERIC = 0
+    INTERNAL = 1
+    NORMALIZATION = 2
+    MISSING_DATA = 3
+    SCHEMA = 4
+    STORAGE = 5
+    SORTING = 6
+    USER_INPUT = 7
+    COMPATIBILITY = 8
+    CODEC = 9
+
+
+class ErrorCode(enum.Enum):
+    E_INVALID_RANGE = 1000
+    E_INVALID_ARGUMENT = 1001
+    E_ASSERTION_FAILURE = 1002
+    E_RUNTIME_ERROR = 1003
+    E_STORED_CONFIG_ERROR = 1004
+    E_INCOMPATIBLE_OBJECTS = 2000
+    E_UNIMPLEMENTED_INPUT_TYPE = 2001
+    E_UPDATE_NOT_SUPPORTED = 2002
+    E_INCOMPATIBLE_INDEX = 2003
+    E_WRONG_SHAPE = 2004
+    E_NO_SUCH_VERSION = 3000
+    E_NO_SYMBOL_DATA = 3001
+    E_DESCRIPTOR_MISMATCH = 4000
+    E_COLUMN_DOESNT_EXIST = 4001
+    E_UNSUPPORTED_COLUMN_TYPE = 4002
+    E_UNSUPPORTED_INDEX_TYPE = 4003
+    E_KEY_NOT_FOUND = 5000
+    E_DUPLICATE_KEY = 5001
+    E_SYMBOL_NOT_FOUND = 5002
+    E_PERMISSION = 5003
+    E_RESOURCE_NOT_FOUND = 5004
+    E_UNSORTED_DATA = 6000
+    E_INVALID_USER_ARGUMENT = 7000
+    E_INVALID_DECIMAL_STRING = 7001
+    E_INVALID_CHAR_IN_NAME = 7002
+    E_NAME_TOO_LONG = 7003
+    E_NO_STAGED_SEGMENTS = 7004
+    E_UNRECOGNISED_COLUMN_STATS_VERSION = 8000
+    E_DECODE_ERROR = 9000
+
+
+@dataclass(slots=True)
+class DataError:
+    """A per-item failure returned in place by the batch methods."""
+
+    symbol: str
+    version_request_type: VersionRequestType | None = None
+    version_request_data: Any = None
+    error_code: ErrorCode | None = None
+    error_category: ErrorCategory | None = None
+    exception_string: str = ""
+
+    def __str__(self) -> str:
+        return (
+            f"DataError(symbol={self.symbol!r}, version_request_type={self.version_request_type}, "
+            f"version_request_data={self.version_request_data}, error_code={self.error_code}, "
+            f"error_category={self.error_category}, exception_string={self.exception_string})"
+        )
+
+
+class StagedDataFinalizeMethod(enum.Enum):
+    WRITE = 1
+    APPEND = 2
+
+
+@dataclass(frozen=True, slots=True)
+class StageResult:
+    """What ``stage`` wrote: pass it to ``finalize_staged_data(stage_results=...)``."""
+
+    symbol: str
+    staged_keys: tuple[str, ...] = field(default_factory=tuple)

@@ -1,0 +1,225 @@
+"""The commit protocol and version resolution (DESIGN §2).
+
+Writes go data -> index -> version -> ref. The commit point is the creation of the version
+key ``ver/{sym}/{seq}`` with create-if-absent. On stores with atomic multi-key commits (LMDB,
+memory) the ref moves in the same transaction; elsewhere (S3) the ref is then moved forward by
+compare-and-swap and readers probe forward from it. A writer that loses the race re-reads the
+head and rebuilds its record (appends and updates rebase; their data segments are reused).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from arcticlite.exceptions import (
+    AmbiguousWriteError,
+    CommitConflictError,
+    CommitStateUnknownError,
+    ConditionalWritesUnsupportedError,
+    KeyNotFoundException,
+    NoSuchVersionException,
+    StorageException,
+)
+from arcticlite.storage import KVStore
+from arcticlite.version._keys import LibraryKeys
+from arcticlite.version._records import VersionRecord, parse_ref, ref_bytes
+
+MAX_COMMIT_ATTEMPTS = 64
+
+Builder = Callable[[VersionRecord | None, int], VersionRecord]
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex
+
+
+class VersionEngine:
+    """Version chains of one library on one store."""
+
+    def __init__(self, store: KVStore, keys: LibraryKeys) -> None:
+        self.store = store
+        self.keys = keys
+        self.conditional_ok = True
+
+    # -- reading the chain ---------------------------------------------------------------------
+    def _read_ref(self, sym: str) -> tuple[bytes | None, VersionRecord | None]:
+        raw = self.store.read_if_exists(self.keys.ref(sym))
+        if raw is None:
+            return None, None
+        raw = bytes(raw)
+        return raw, parse_ref(raw)
+
+    def read_record(self, sym: str, seq: int) -> VersionRecord | None:
+        raw = self.store.read_if_exists(self.keys.version(sym, seq))
+        return None if raw is None else VersionRecord.from_bytes(raw)
+
+    def head(self, sym: str) -> VersionRecord | None:
+        """The newest record of ``sym`` (live or tombstone), or ``None`` if never written."""
+        return self._head(sym)[1]
+
+    def _head(self, sym: str) -> tuple[bytes | None, VersionRecord | None]:
+        raw, rec = self._read_ref(sym)
+        if self.store.atomic_commit:
+            return raw, rec  # the ref moved in the commit transaction: it is exact
+        seq = -1 if rec is None else rec.seq
+        while True:  # the ref is a hint: follow it forward
+            nxt = self.read_record(sym, seq + 1)
+            if nxt is None:
+                break
+            rec, seq = nxt, seq + 1
+        return raw, rec
+
+    def latest_live(self, sym: str) -> VersionRecord | None:
+        head = self.head(sym)
+        return self.live_from_head(sym, head)
+
+    def live_from_head(self, sym: str, head: VersionRecord | None) -> VersionRecord | None:
+        if head is None or head.latest_live is None:
+            return None
+        if head.latest_live == head.seq:
+            return head
+        return self.read_record(sym, head.latest_live)
+
+    def version(self, sym: str, seq: int, head: VersionRecord | None = None) -> VersionRecord:
+        """The live data version ``seq`` of ``sym``; raise ``NoSuchVersionException``."""
+        head = self.head(sym) if head is None else head
+        if head is None or not head.is_live(seq):
+            raise NoSuchVersionException(
+                f"E_NO_SUCH_VERSION: version {seq} of symbol {sym!r} does not exist or was deleted"
+            )
+        rec = head if head.seq == seq else self.read_record(sym, seq)
+        if rec is None or not rec.is_data:
+            raise NoSuchVersionException(f"E_NO_SUCH_VERSION: version {seq} of symbol {sym!r} not found")
+        return rec
+
+    def version_at(self, sym: str, when_ns: int, head: VersionRecord | None = None) -> VersionRecord:
+        """The latest live version created at or before ``when_ns`` (binary search on seq)."""
+        head = self.head(sym) if head is None else head
+        if head is None:
+            raise NoSuchVersionException(f"E_NO_SUCH_VERSION: symbol {sym!r} has no versions")
+        lo, hi, best = 0, head.seq, -1
+        cache: dict[int, VersionRecord] = {head.seq: head}
+        while lo <= hi:  # creation times strictly increase with seq
+            mid = (lo + hi) // 2
+            rec = cache.get(mid) or self.read_record(sym, mid)
+            if rec is None:
+                lo = mid + 1
+                continue
+            cache[mid] = rec
+            if rec.created_ns <= when_ns:
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        for seq in range(best, -1, -1):
+            if head.is_live(seq):
+                rec = cache.get(seq) or self.read_record(sym, seq)
+                if rec is not None and rec.is_data:
+                    return rec
+        raise NoSuchVersionException(
+            f"E_NO_SUCH_VERSION: symbol {sym!r} has no live version at or before {when_ns} ns"
+        )
+
+    def history(self, sym: str, head: VersionRecord | None = None) -> Iterator[VersionRecord]:
+        """Every record newest first (live, deleted and tombstones), read in batches."""
+        head = self.head(sym) if head is None else head
+        if head is None:
+            return
+        yield head
+        seq = head.seq - 1
+        while seq >= 0:
+            lo = max(0, seq - 255)
+            keys = [self.keys.version(sym, s) for s in range(seq, lo - 1, -1)]
+            for raw in self._read_many_present(keys):
+                if raw is not None:
+                    yield VersionRecord.from_bytes(raw)
+            seq = lo - 1
+
+    def _read_many_present(self, keys: list[str]) -> list[Any]:
+        try:
+            return list(self.store.read_many(keys))
+        except KeyNotFoundException:
+            return [self.store.read_if_exists(k) for k in keys]
+
+    # -- committing ---------------------------------------------------------------------------
+    def commit(self, sym: str, build: Builder) -> VersionRecord:
+        """Commit the record ``build(head, seq)`` as the next version of ``sym``.
+
+        ``build`` is called again with the new head whenever another writer wins the race;
+        it may raise to abort (nothing is then written). Safe with any number of concurrent
+        writers: each successful call lands in exactly one version.
+        """
+        if not self.conditional_ok:
+            raise ConditionalWritesUnsupportedError(
+                "this S3 endpoint ignores If-None-Match, so concurrent commits could overwrite each "
+                "other; use an endpoint with conditional writes (AWS S3, recent MinIO)"
+            )
+        for attempt in range(MAX_COMMIT_ATTEMPTS):
+            raw_ref, head = self._head(sym)
+            seq = 0 if head is None else head.seq + 1
+            rec = build(head, seq)
+            created = time.time_ns()
+            if head is not None and created <= head.created_ns:
+                created = head.created_ns + 1  # creation times strictly increase per symbol
+            rec = rec.with_(seq=seq, created_ns=created, token=new_token(), symbol=sym)
+            body = rec.to_bytes()
+            vkey = self.keys.version(sym, seq)
+            if self.store.atomic_commit:
+                if self.store.commit({vkey: body}, {self.keys.ref(sym): ref_bytes(rec, new_token())}):
+                    return rec
+            else:
+                if self._create_version(vkey, body):
+                    self._advance_ref(sym, raw_ref, rec)
+                    return rec
+            time.sleep(random.uniform(0, min(0.2, 0.002 * (2 ** min(attempt, 7)))))
+        raise CommitConflictError(
+            f"gave up committing to symbol {sym!r} after {MAX_COMMIT_ATTEMPTS} attempts: "
+            "other writers kept winning; retry later"
+        )
+
+    def _create_version(self, vkey: str, body: bytes) -> bool:
+        try:
+            return self.store.write_if_absent(vkey, body)
+        except (AmbiguousWriteError, StorageException) as exc:
+            # the first attempt may have landed: our token makes our body unique
+            try:
+                back = self.store.read_if_exists(vkey)
+            except StorageException as exc2:
+                raise CommitStateUnknownError(
+                    f"the store failed at the commit point of {vkey!r} and could not be read "
+                    "back; the version may or may not exist (nothing was deleted)"
+                ) from exc2
+            if back is None:
+                if isinstance(exc, AmbiguousWriteError):
+                    return False
+                raise CommitStateUnknownError(
+                    f"the store failed at the commit point of {vkey!r}; nothing was committed"
+                ) from exc
+            return bytes(back) == body
+
+    def _advance_ref(self, sym: str, raw_ref: bytes | None, rec: VersionRecord) -> None:
+        """Move the ref forward by compare-and-swap; a failure only leaves a stale hint."""
+        key = self.keys.ref(sym)
+        for _ in range(8):
+            try:
+                if self.store.compare_and_swap(key, raw_ref, ref_bytes(rec, new_token())):
+                    return
+                raw_ref, cur = self._read_ref(sym)
+            except StorageException:
+                return
+            if cur is not None and cur.seq >= rec.seq:
+                return
+
+    def write_ref_exact(self, sym: str) -> None:
+        """Repair the ref of ``sym`` to its true head (used by maintenance)."""
+        raw, head = self._head(sym)
+        if head is not None:
+            self._advance_ref(sym, raw, head)
+
+
+def pid_token() -> str:
+    return f"{os.getpid():x}-{new_token()}"

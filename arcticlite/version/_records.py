@@ -1,0 +1,152 @@
+"""Version records and refs: the immutable commit log of a symbol (DESIGN §1, §2).
+
+Every commit of a symbol -- write, append, update, metadata, tombstone -- creates one version
+record at a deterministic key ``ver/{sym}/{seq:020d}``; data versions are identified by their
+``seq``, so ``read(as_of=7)`` is one lookup. Each record carries the cumulative set of dead
+seqs (deleted versions and tombstone records) as closed ranges, so the head record alone says
+which versions are live. The ref holds a copy of the head record plus a unique token: it is a
+hint that readers follow forward.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from arcticlite._envelope import KIND_REF, KIND_VERSION, seal, unseal
+from arcticlite.exceptions import CorruptDataError
+from arcticlite.index._tindex import IndexRoot
+
+Ranges = tuple[tuple[int, int], ...]
+
+DATA_KINDS = frozenset(
+    {"write", "append", "update", "metadata", "delete_range", "compact", "finalize", "pickle"}
+)
+TOMBSTONE_KINDS = frozenset({"tombstone", "tombstone_all"})
+
+
+def add_ranges(ranges: Ranges, items: list[tuple[int, int]]) -> Ranges:
+    """Union of closed integer ranges, merged and sorted."""
+    allr = sorted(list(ranges) + items)
+    out: list[list[int]] = []
+    for a, b in allr:
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
+def in_ranges(ranges: Ranges, x: int) -> bool:
+    return any(a <= x <= b for a, b in ranges)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VersionRecord:
+    """One commit of a symbol. Immutable once created."""
+
+    symbol: str
+    seq: int
+    kind: str
+    created_ns: int
+    token: str
+    dead: Ranges = ()
+    latest_live: int | None = None
+    # data versions only
+    index: IndexRoot | None = None
+    norm: str | None = None  # NormMeta JSON
+    schema: bytes | None = None  # Arrow IPC schema of the stored table
+    first_index: int | None = None
+    last_index: int | None = None
+    sorted: str = "UNKNOWN"
+    pickled: bool = False
+    metadata: bytes | None = None  # pickled user metadata
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_data(self) -> bool:
+        return self.kind in DATA_KINDS
+
+    def is_live(self, seq: int) -> bool:
+        """Whether version ``seq`` is live as of this record (which must be the head)."""
+        return 0 <= seq <= self.seq and not in_ranges(self.dead, seq)
+
+    def user_metadata(self) -> Any:
+        return None if self.metadata is None else pickle.loads(self.metadata)
+
+    def with_(self, **kw: Any) -> VersionRecord:
+        return replace(self, **kw)
+
+    # -- codec -------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        schema = self.schema or b""
+        meta = self.metadata
+        header = {
+            "symbol": self.symbol,
+            "seq": self.seq,
+            "kind": self.kind,
+            "created_ns": self.created_ns,
+            "token": self.token,
+            "dead": [list(r) for r in self.dead],
+            "latest_live": self.latest_live,
+            "index": self.index.to_json() if self.index is not None else None,
+            "norm": self.norm,
+            "schema_len": len(schema),
+            "meta_len": -1 if meta is None else len(meta),
+            "first_index": self.first_index,
+            "last_index": self.last_index,
+            "sorted": self.sorted,
+            "pickled": self.pickled,
+            "extra": self.extra,
+        }
+        return seal(KIND_VERSION, header, schema + (meta or b""))
+
+    @classmethod
+    def from_bytes(cls, data: Any) -> VersionRecord:
+        h, blob = unseal(data, KIND_VERSION)
+        try:
+            slen = int(h["schema_len"])
+            mlen = int(h["meta_len"])
+            if slen + max(mlen, 0) != len(blob):
+                raise CorruptDataError("version record blob size does not match its header")
+            return cls(
+                symbol=h["symbol"],
+                seq=int(h["seq"]),
+                kind=h["kind"],
+                created_ns=int(h["created_ns"]),
+                token=h["token"],
+                dead=tuple((int(a), int(b)) for a, b in h["dead"]),
+                latest_live=h["latest_live"],
+                index=IndexRoot.from_json(h["index"]) if h["index"] is not None else None,
+                norm=h["norm"],
+                schema=bytes(blob[:slen]) if slen else None,
+                first_index=h["first_index"],
+                last_index=h["last_index"],
+                sorted=h["sorted"],
+                pickled=bool(h["pickled"]),
+                metadata=None if mlen < 0 else bytes(blob[slen:]),
+                extra=h.get("extra") or {},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptDataError(f"version record is malformed: {exc}") from exc
+
+
+def ref_bytes(record: VersionRecord, token: str) -> bytes:
+    """The ref body: the head record plus a unique token (so equal heads differ in ETag)."""
+    body = record.to_bytes()
+    return seal(KIND_REF, {"token": token, "seq": record.seq}, body)
+
+
+def parse_ref(data: Any) -> VersionRecord:
+    _h, blob = unseal(data, KIND_REF)
+    return VersionRecord.from_bytes(blob)
+
+
+def b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode()
+
+
+def unb64(s: str | None) -> bytes | None:
+    return None if s is None else base64.b64decode(s)

@@ -1,0 +1,106 @@
+"""The symbol-list cache (DESIGN §4): list_symbols without walking version chains.
+
+Writers add journal keys ``sl/j/{sym}/{seq}.{op}.{token}`` (op ``a`` = symbol became live,
+``d`` = symbol deleted) after the commit that caused them; the journal entry's content is in its
+key name, so listing costs one prefix listing plus the compacted keys. Conflicts are resolved by
+version seq per symbol -- the entry with the highest seq wins -- never by wall clock.
+A client that finds more than ``threshold`` journal keys compacts them into one ``sl/c/…`` key
+(tombstones included, so a late journal key cannot resurrect a deleted symbol) and only then
+deletes what it merged.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+
+from arcticlite._envelope import KIND_SYMBOL_LIST, seal, unseal
+from arcticlite.storage import KVStore
+from arcticlite.version._keys import LibraryKeys, unescape
+from arcticlite.version._records import VersionRecord, parse_ref
+
+State = dict[str, tuple[int, str]]
+
+
+def _merge(state: State, sym: str, seq: int, op: str) -> None:
+    cur = state.get(sym)
+    if cur is None or seq > cur[0] or (seq == cur[0] and op == "d"):
+        state[sym] = (seq, op)
+
+
+class SymbolList:
+    def __init__(
+        self,
+        store: KVStore,
+        keys: LibraryKeys,
+        threshold: int = 500,
+        head_of: Callable[[str], VersionRecord | None] | None = None,
+    ) -> None:
+        self.head_of = head_of
+        self.store = store
+        self.keys = keys
+        self.threshold = threshold
+
+    def record(self, sym: str, seq: int, op: str) -> None:
+        key = self.keys.sl_journal(sym, seq, op, uuid.uuid4().hex[:12])
+        self.store.write(key, b"")
+
+    def _scan(self) -> tuple[State, list[str], list[str]]:
+        jprefix = self.keys.sl_prefix + "j/"
+        cprefix = self.keys.sl_prefix + "c/"
+        journal: list[str] = []
+        compacted: list[str] = []
+        for k in self.store.list_keys(self.keys.sl_prefix):
+            if k.startswith(jprefix):
+                journal.append(k)
+            elif k.startswith(cprefix):
+                compacted.append(k)
+        state: State = {}
+        if compacted:
+            for raw in self.store.read_many(compacted):
+                header, _ = unseal(raw, KIND_SYMBOL_LIST)
+                for sym, (seq, op) in header["symbols"].items():
+                    _merge(state, sym, int(seq), op)
+        for k in journal:
+            esc_sym, rest = k[len(jprefix) :].rsplit("/", 1)
+            seq_s, op, _tok = rest.split(".", 2)
+            _merge(state, unescape(esc_sym), int(seq_s), op)
+        return state, journal, compacted
+
+    def load(self) -> State:
+        state, journal, compacted = self._scan()
+        if not journal and not compacted:
+            if next(iter(self.store.list_keys(self.keys.ref_prefix)), None) is not None:
+                return self.rebuild()
+            return state
+        if len(journal) > self.threshold:
+            self._write_compacted(state, journal + compacted)
+        return state
+
+    def symbols(self) -> list[str]:
+        return sorted(s for s, (_, op) in self.load().items() if op == "a")
+
+    def _write_compacted(self, state: State, merged: Iterable[str]) -> None:
+        key = self.keys.sl_compacted(uuid.uuid4().hex)
+        self.store.write(key, seal(KIND_SYMBOL_LIST, {"symbols": {s: list(v) for s, v in state.items()}}))
+        self.store.delete(list(merged))
+
+    def compact(self) -> int:
+        state, journal, compacted = self._scan()
+        n = len(journal) + len(compacted)
+        self._write_compacted(state, journal + compacted)
+        return n
+
+    def rebuild(self) -> State:
+        """Rebuild the cache from the refs (the source of truth for liveness)."""
+        _state, journal, compacted = self._scan()
+        refs = list(self.store.list_keys(self.keys.ref_prefix))
+        state: State = {}
+        for k, raw in zip(refs, self.store.read_many(refs), strict=True):
+            sym = unescape(k[len(self.keys.ref_prefix) :])
+            head = parse_ref(raw)
+            if self.head_of is not None and not self.store.atomic_commit:
+                head = self.head_of(sym) or head  # a ref on S3 is a hint: follow it forward
+            _merge(state, sym, head.seq, "a" if head.latest_live is not None else "d")
+        self._write_compacted(state, journal + compacted)
+        return state
