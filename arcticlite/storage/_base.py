@@ -9,6 +9,7 @@ compare-and-swap.
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 
@@ -50,6 +51,19 @@ class KVStore(abc.ABC):
             return self.read(key)
         except KeyNotFoundException:
             return None
+
+    @contextlib.contextmanager
+    def read_view(self, key: str) -> Iterator[memoryview]:
+        """Lend a read-only view of the value of ``key`` for the ``with`` block.
+
+        Zero-copy where the backend can (LMDB maps the file); the view is valid only inside
+        the block. The default reads the value. Raises :class:`KeyNotFoundException`.
+        """
+        view = memoryview(self.read(key)).toreadonly()
+        try:
+            yield view
+        finally:
+            view.release()
 
     @abc.abstractmethod
     def exists(self, key: str) -> bool:
@@ -104,6 +118,14 @@ class KVStore(abc.ABC):
                 return False
         for k, v in put.items():
             self.write(k, v)
+        return True
+
+    def probe_conditional_writes(self) -> bool:
+        """Whether :meth:`write_if_absent` / :meth:`compare_and_swap` are really enforced.
+
+        Always true for transactional backends (memory, LMDB). S3 overrides it with a probe of
+        the endpoint, since some S3-compatible servers silently ignore ``If-None-Match``.
+        """
         return True
 
     # -- lifecycle ---------------------------------------------------------------------------

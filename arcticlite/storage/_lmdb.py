@@ -1,0 +1,514 @@
+"""LMDB backend (``lmdb://path``): one memory-mapped B+tree file on one machine.
+
+Concurrency model
+-----------------
+* One ``lmdb.Environment`` per absolute path per process, shared by every :class:`LmdbStore`
+  opened on that path (LMDB forbids opening the same files twice in one process) and
+  reference-counted. The registry is keyed by ``(pid, path)``: a forked child never uses the
+  parent's environment; it closes its inherited copy and re-opens.
+* LMDB serialises writers across threads *and* processes with its lock file; readers are MVCC
+  snapshots and never block. Every operation runs in its own short transaction, so no
+  transaction is ever shared between threads.
+* The map grows by itself: a ``MapFullError`` doubles the map and retries the whole
+  transaction; a ``MapResizedError`` (another process grew it) adopts the new size. Resizing
+  needs no transaction open in this process, so operations hold a shared lock and a resize
+  takes it exclusively.
+
+Keys longer than LMDB's 511-byte limit are stored under ``<first 440 bytes>\\0<sha256>`` with
+the real key kept inside the value, so they still sort under their prefix and list correctly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import struct
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from arcticlite.exceptions import (
+    KeyNotFoundException,
+    LmdbMapFullError,
+    PermissionException,
+    StorageException,
+    UserInputException,
+)
+from arcticlite.storage._base import Buffer, KVStore
+
+__all__ = ["DEFAULT_MAP_SIZE", "LmdbStore"]
+
+#: Initial map size of a new environment; it doubles whenever it fills up.
+DEFAULT_MAP_SIZE = 1 << 30
+_MAX_READERS = 1024
+_LIST_PAGE = 1000
+_MAX_GROWTHS = 48
+# Long keys: a stored key is at most _LONG_PREFIX + 1 + 32 = 473 bytes (< 511).
+_LONG_PREFIX = 440
+_LONG_MARK = b"\x00"
+_LEN = struct.Struct("<I")
+
+T = TypeVar("T")
+
+
+def _lmdb() -> Any:
+    import lmdb
+
+    return lmdb
+
+
+class _SharedExclusiveLock:
+    """Many shared holders or one exclusive holder; shared holders are never made to wait
+    for a waiting exclusive one (so a nested shared acquisition cannot deadlock)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._shared = 0
+        self._exclusive = False
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait()
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                if not self._shared:
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive or self._shared:
+                self._cond.wait()
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+class _EnvHandle:
+    """One open environment of this process, shared by the stores on its path."""
+
+    def __init__(self, path: str, map_size: int) -> None:
+        lmdb = _lmdb()
+        self.path = path
+        self.pid = os.getpid()
+        self.refs = 0
+        self.lock = _SharedExclusiveLock()
+        try:
+            self.env = lmdb.open(
+                path,
+                map_size=map_size,
+                subdir=True,
+                writemap=False,
+                max_readers=_MAX_READERS,
+                max_dbs=0,
+                lock=True,
+                readahead=False,
+            )
+        except lmdb.Error as exc:
+            raise _translate(exc, f"cannot open LMDB environment at {path!r}") from exc
+        self.max_key = self.env.max_key_size()
+        self.generation = 0  # bumped by every resize in this process
+
+    def map_size(self) -> int:
+        return int(self.env.info()["map_size"])
+
+
+_registry: dict[tuple[int, str], _EnvHandle] = {}
+_registry_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    # The child must not use the parent's environments: close its copies (this releases
+    # nothing the parent holds: fcntl locks and reader slots belong to the parent's pid).
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    for handle in list(_registry.values()):
+        with contextlib.suppress(Exception):
+            handle.env.close()
+    _registry.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _acquire(path: str, map_size: int) -> _EnvHandle:
+    key = (os.getpid(), path)
+    with _registry_lock:
+        handle = _registry.get(key)
+        if handle is None:
+            handle = _EnvHandle(path, map_size)
+            _registry[key] = handle
+        handle.refs += 1
+        return handle
+
+
+def _release(handle: _EnvHandle) -> None:
+    with _registry_lock:
+        handle.refs -= 1
+        if handle.refs > 0 or handle.pid != os.getpid():
+            return
+        _registry.pop((handle.pid, handle.path), None)
+    with handle.lock.exclusive(), contextlib.suppress(Exception):
+        handle.env.close()
+
+
+def _translate(exc: BaseException, what: str) -> StorageException:
+    lmdb = _lmdb()
+    if isinstance(exc, lmdb.MapFullError):
+        return LmdbMapFullError(f"{what}: the LMDB map could not grow ({exc})")
+    text = str(exc)
+    if "Permission denied" in text or "EACCES" in text or isinstance(exc, PermissionError):
+        return PermissionException(f"{what}: permission denied ({exc})")
+    return StorageException(f"{what}: LMDB error {type(exc).__name__}: {exc}")
+
+
+class LmdbStore(KVStore):
+    """A key-value store in an LMDB environment at ``<path>/data.mdb``.
+
+    Parameters
+    ----------
+    path : str
+        Directory of the environment; created if missing. Made absolute.
+    map_size : int, optional
+        Initial map size in bytes (default 1 GiB). The map doubles automatically when full,
+        so this is only a starting reservation of address space.
+
+    Notes
+    -----
+    Safe from many threads and many processes on one host (never on a network filesystem).
+    :meth:`commit` is atomic: every key lands in one write transaction or none does.
+    :meth:`read` returns ``bytes``; :meth:`read_view` lends a zero-copy ``memoryview`` that is
+    valid only inside its ``with`` block. Values are not checksummed by LMDB: callers that
+    need integrity must checksum what they store.
+    """
+
+    atomic_commit = True
+
+    def __init__(self, path: str | os.PathLike[str], map_size: int | None = None) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        if map_size is not None and (not isinstance(map_size, int) or map_size <= 0):
+            raise UserInputException(f"map_size must be a positive int, got {map_size!r}")
+        self.map_size = int(map_size) if map_size is not None else DEFAULT_MAP_SIZE
+        self._handle: _EnvHandle | None = None
+        self._handle_lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"LmdbStore({self.path!r})"
+
+    # -- environment ---------------------------------------------------------------------------
+    def _env(self) -> _EnvHandle:
+        handle = self._handle
+        if handle is not None and handle.pid == os.getpid():
+            return handle
+        if self._closed:
+            raise StorageException(f"{self!r} is closed")
+        with self._handle_lock:
+            handle = self._handle
+            if handle is None or handle.pid != os.getpid():
+                os.makedirs(self.path, exist_ok=True)
+                handle = _acquire(self.path, self.map_size)
+                self._handle = handle
+            return handle
+
+    def _run(self, write: bool, fn: Callable[[Any], T], what: str) -> T:
+        """Run ``fn(txn)`` in a fresh transaction, growing or adopting the map as needed."""
+        lmdb = _lmdb()
+        handle = self._env()
+        for _ in range(_MAX_GROWTHS):
+            generation = handle.generation
+            try:
+                with handle.lock.shared(), handle.env.begin(write=write) as txn:
+                    return fn(txn)
+            except lmdb.MapFullError as exc:
+                self._grow(handle, generation, exc, what)
+            except lmdb.MapResizedError as exc:
+                self._adopt(handle, exc, what)
+            except lmdb.Error as exc:
+                raise _translate(exc, what) from exc
+        raise LmdbMapFullError(f"{what}: the LMDB map at {self.path!r} could not grow enough")
+
+    @staticmethod
+    def _grow(handle: _EnvHandle, generation: int, exc: BaseException, what: str) -> None:
+        lmdb = _lmdb()
+        with handle.lock.exclusive():
+            try:
+                if handle.generation == generation:  # not grown by another thread meanwhile
+                    handle.env.set_mapsize(handle.map_size() * 2)
+                    handle.generation += 1
+            except lmdb.Error as exc2:
+                raise _translate(exc2, what) from exc
+
+    @staticmethod
+    def _adopt(handle: _EnvHandle, exc: BaseException, what: str) -> None:
+        lmdb = _lmdb()
+        with handle.lock.exclusive():
+            try:
+                handle.env.set_mapsize(0)
+                handle.generation += 1
+            except lmdb.Error as exc2:
+                raise _translate(exc2, what) from exc
+
+    # -- key / value layout --------------------------------------------------------------------
+    def _key(self, key: str) -> tuple[bytes, bool]:
+        if not isinstance(key, str):
+            raise UserInputException(f"keys must be str, got {type(key).__name__}")
+        if "\x00" in key:
+            raise UserInputException(f"key {key!r} contains a NUL character")
+        raw = key.encode("utf-8")
+        if not raw:
+            raise UserInputException("the empty string is not a valid key")
+        if len(raw) <= self._env().max_key:
+            return raw, False
+        return raw[:_LONG_PREFIX] + _LONG_MARK + hashlib.sha256(raw).digest(), True
+
+    @staticmethod
+    def _wrap(key: str, data: Buffer, long: bool) -> Buffer:
+        if not long:
+            return data
+        raw = key.encode("utf-8")
+        return b"".join((_LEN.pack(len(raw)), raw, bytes(data)))
+
+    @staticmethod
+    def _unwrap(value: Any, long: bool) -> Any:
+        if not long:
+            return value
+        (n,) = _LEN.unpack_from(value, 0)
+        return memoryview(value)[_LEN.size + n :]
+
+    @staticmethod
+    def _real_key(stored: bytes, value: Any) -> str:
+        if _LONG_MARK not in stored:
+            return stored.decode("utf-8")
+        (n,) = _LEN.unpack_from(value, 0)
+        return bytes(memoryview(value)[_LEN.size : _LEN.size + n]).decode("utf-8")
+
+    def _get(self, txn: Any, key: str) -> Any:
+        """The value of ``key`` in ``txn`` (a buffer valid until the txn ends) or ``None``."""
+        stored, long = self._key(key)
+        value = txn.get(stored)
+        if value is None:
+            return None
+        return self._unwrap(value, long)
+
+    # -- reads ---------------------------------------------------------------------------------
+    def read(self, key: str) -> bytes:
+        """Return the value of ``key`` as ``bytes`` (one copy out of the map)."""
+
+        def fn(txn: Any) -> bytes:
+            value = self._get(txn, key)
+            if value is None:
+                raise KeyNotFoundException(f"key {key!r} not found in {self!r}")
+            return bytes(value)
+
+        return self._run(False, fn, f"read {key!r}")
+
+    @contextlib.contextmanager
+    def read_view(self, key: str) -> Iterator[memoryview]:
+        """Lend a zero-copy ``memoryview`` of the value of ``key`` for the ``with`` block.
+
+        The view points into the memory map and is valid only inside the block (a read
+        transaction stays open until it ends): copy what must outlive it. Keep blocks short,
+        since an open reader pins old pages and delays map growth in this process.
+
+        Raises
+        ------
+        KeyNotFoundException
+            If ``key`` is absent.
+        """
+        lmdb = _lmdb()
+        handle = self._env()
+        what = f"read {key!r}"
+        for _ in range(_MAX_GROWTHS):
+            try:
+                with handle.lock.shared(), handle.env.begin(buffers=True) as txn:
+                    value = self._get(txn, key)
+                    if value is None:
+                        raise KeyNotFoundException(f"key {key!r} not found in {self!r}")
+                    view = memoryview(value)
+                    try:
+                        yield view
+                    finally:
+                        view.release()
+                    return
+            except lmdb.MapResizedError as exc:
+                self._adopt(handle, exc, what)
+            except lmdb.Error as exc:
+                raise _translate(exc, what) from exc
+        raise StorageException(f"{what}: the LMDB map kept changing size")
+
+    def read_range(self, key: str, offset: int, length: int) -> bytes:
+        """Return ``length`` bytes from ``offset`` (fewer at the end); copies only the range."""
+
+        def fn(txn: Any) -> bytes:
+            value = self._get(txn, key)
+            if value is None:
+                raise KeyNotFoundException(f"key {key!r} not found in {self!r}")
+            return bytes(memoryview(value)[offset : offset + length])
+
+        return self._run_buffers(fn, f"read_range {key!r}")
+
+    def _run_buffers(self, fn: Callable[[Any], T], what: str) -> T:
+        lmdb = _lmdb()
+        handle = self._env()
+        for _ in range(_MAX_GROWTHS):
+            try:
+                with handle.lock.shared(), handle.env.begin(buffers=True) as txn:
+                    return fn(txn)
+            except lmdb.MapResizedError as exc:
+                self._adopt(handle, exc, what)
+            except lmdb.Error as exc:
+                raise _translate(exc, what) from exc
+        raise StorageException(f"{what}: the LMDB map kept changing size")
+
+    def read_many(self, keys: Sequence[str]) -> list[Buffer]:
+        """Read ``keys`` in one read transaction (a consistent snapshot)."""
+
+        def fn(txn: Any) -> list[Buffer]:
+            out: list[Buffer] = []
+            for key in keys:
+                value = self._get(txn, key)
+                if value is None:
+                    raise KeyNotFoundException(f"key {key!r} not found in {self!r}")
+                out.append(bytes(value))
+            return out
+
+        return self._run_buffers(fn, f"read_many of {len(keys)} keys")
+
+    def exists(self, key: str) -> bool:
+        return self._run_buffers(lambda txn: self._get(txn, key) is not None, f"exists {key!r}")
+
+    def list_keys(self, prefix: str = "") -> Iterator[str]:
+        """Yield keys starting with ``prefix`` in byte order, a page per short read txn."""
+        pb = prefix.encode("utf-8")
+        n = min(len(pb), _LONG_PREFIX)
+        seek = pb[:n]
+        # Yield lazily; each page is one read transaction with a re-seek after the last key.
+        last: bytes | None = None
+        while True:
+
+            def page(txn: Any, last: bytes | None = last) -> list[tuple[bytes, str]]:
+                out: list[tuple[bytes, str]] = []
+                cur = txn.cursor()
+                if last is None:
+                    if not cur.set_range(seek):
+                        return out
+                else:
+                    if not cur.set_range(last):
+                        return out
+                    if cur.key() == last and not cur.next():
+                        return out
+                while True:
+                    stored = bytes(cur.key())
+                    if stored[:n] != seek:
+                        break
+                    real = self._real_key(stored, cur.value())
+                    if real.startswith(prefix):
+                        out.append((stored, real))
+                    else:
+                        out.append((stored, ""))
+                    if len(out) >= _LIST_PAGE or not cur.next():
+                        break
+                return out
+
+            rows = self._run_buffers(page, f"list_keys {prefix!r}")
+            for _, real in rows:
+                if real:
+                    yield real
+            if len(rows) < _LIST_PAGE:
+                return
+            last = rows[-1][0]
+
+    # -- writes --------------------------------------------------------------------------------
+    def write(self, key: str, data: Buffer) -> None:
+        stored, long = self._key(key)
+        value = self._wrap(key, data, long)
+        self._run(True, lambda txn: txn.put(stored, value), f"write {key!r}")
+
+    def write_many(self, items: Mapping[str, Buffer]) -> None:
+        """Write every item in one write transaction (so, here, atomically)."""
+        rows = [(*self._key(k), k, v) for k, v in items.items()]
+
+        def fn(txn: Any) -> None:
+            for stored, long, key, data in rows:
+                txn.put(stored, self._wrap(key, data, long))
+
+        self._run(True, fn, f"write_many of {len(rows)} keys")
+
+    def write_if_absent(self, key: str, data: Buffer) -> bool:
+        stored, long = self._key(key)
+        value = self._wrap(key, data, long)
+        return bool(
+            self._run(
+                True,
+                lambda txn: txn.put(stored, value, overwrite=False),
+                f"write_if_absent {key!r}",
+            )
+        )
+
+    def compare_and_swap(self, key: str, expected: Buffer | None, new: Buffer) -> bool:
+        stored, long = self._key(key)
+        value = self._wrap(key, new, long)
+        want = None if expected is None else bytes(expected)
+
+        def fn(txn: Any) -> bool:
+            current = txn.get(stored)
+            if want is None:
+                if current is not None:
+                    return False
+            elif current is None or bytes(self._unwrap(current, long)) != want:
+                return False
+            txn.put(stored, value)
+            return True
+
+        return self._run(True, fn, f"compare_and_swap {key!r}")
+
+    def delete(self, keys: Iterable[str]) -> None:
+        stored = [self._key(k)[0] for k in keys]
+        if not stored:
+            return
+
+        def fn(txn: Any) -> None:
+            for k in stored:
+                txn.delete(k)
+
+        self._run(True, fn, f"delete of {len(stored)} keys")
+
+    def commit(self, create: Mapping[str, Buffer], put: Mapping[str, Buffer]) -> bool:
+        """Create ``create`` (all absent) and write ``put`` in one write transaction.
+
+        Returns ``False`` and writes nothing if any key of ``create`` exists.
+        """
+        creates = [(*self._key(k), k, v) for k, v in create.items()]
+        puts = [(*self._key(k), k, v) for k, v in put.items()]
+
+        def fn(txn: Any) -> bool:
+            for stored, _, _, _ in creates:
+                if txn.get(stored) is not None:
+                    return False
+            for stored, long, key, data in creates + puts:
+                txn.put(stored, self._wrap(key, data, long))
+            return True
+
+        return self._run(True, fn, "commit")
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release this store's share of the environment (closed when the last one goes)."""
+        with self._handle_lock:
+            handle, self._handle = self._handle, None
+            self._closed = True
+        if handle is not None and handle.pid == os.getpid():
+            _release(handle)
