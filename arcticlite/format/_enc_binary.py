@@ -8,7 +8,12 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
-from arcticlite.format._enc_select import encode_candidates
+from arcticlite.format._enc_select import (
+    MODE_BITPACK,
+    MODE_NARROW,
+    MODE_SPLIT,
+    encode_candidates,
+)
 from arcticlite.format._enc_spec import (
     BINARY_DICT,
     BINARY_HDR,
@@ -40,9 +45,9 @@ def _as_bytes_array(data: bytes | memoryview | np.ndarray) -> np.ndarray:
     return np.frombuffer(region(data), _U8)
 
 
-def _encode_plain(lengths: np.ndarray, payload: np.ndarray, bp: bool) -> bytes:
+def _encode_plain(lengths: np.ndarray, payload: np.ndarray, mode: int) -> bytes:
     lw = 4 if len(lengths) == 0 or int(lengths.max()) < (1 << 32) else 8
-    lblob = encode_candidates(lengths.astype(f"<u{lw}"), 1, bp)[0]
+    lblob = encode_candidates(lengths.astype(f"<u{lw}"), 1, mode)[0]
     return BINARY_HDR.pack(BINARY_PLAIN, lw, len(payload), len(lblob)) + lblob + payload.tobytes()
 
 
@@ -59,7 +64,7 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
     if start < 0 or end > len(raw) or (n and int(lengths.min()) < 0):
         raise ValueError("offsets are not non-decreasing within the data")
     payload = raw[start:end]
-    variants = [_encode_plain(lengths, payload, True), _encode_plain(lengths, payload, False)]
+    variants = [_encode_plain(lengths, payload, m) for m in (MODE_BITPACK, MODE_SPLIT)]
     if n >= 16:
         arr = pa.Array.from_buffers(
             pa.large_binary(), n, [None, pa.py_buffer(o64 - start), pa.py_buffer(payload)]
@@ -73,10 +78,10 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
             dbuf = dictionary.buffers()[2]
             d_data = np.frombuffer(dbuf, _U8) if dbuf is not None else np.empty(0, _U8)
             d_data = d_data[int(d_off[0]) : int(d_off[-1])]
-            dblob = _encode_plain(np.diff(d_off), d_data, True)
+            dblob = _encode_plain(np.diff(d_off), d_data, MODE_BITPACK)
             codes = enc.indices.to_numpy().astype(CODE_DTYPE)
-            for bp in (True, False):
-                cblob = encode_candidates(codes, 1, bp)[0]
+            for mode in (MODE_BITPACK, MODE_NARROW, MODE_SPLIT):
+                cblob = encode_candidates(codes, 1, mode)[0]
                 variants.append(
                     NESTED_HDR.pack(BINARY_DICT, len(dictionary), len(dblob)) + dblob + cblob
                 )

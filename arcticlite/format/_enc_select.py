@@ -30,15 +30,29 @@ from arcticlite.format._enc_spec import (
     NESTED_HDR,
     PLAIN,
     RLE,
+    SPLIT,
     U32,
     U64,
     signed_of,
     unsigned_of,
 )
 
-__all__ = ["MAX_DEPTH", "encode_array", "encode_plain", "rank_schemes"]
+__all__ = [
+    "MAX_DEPTH",
+    "MODE_BITPACK",
+    "MODE_NARROW",
+    "MODE_SPLIT",
+    "encode_array",
+    "encode_plain",
+    "rank_schemes",
+]
 
 MAX_DEPTH = 3
+#: Cascade modes: bit-pack where it is smaller; byte-aligned widths only (zstd-friendly);
+#: byte-aligned widths stored as byte planes (byte-stream-split, friendliest to zstd).
+MODE_BITPACK = 0
+MODE_NARROW = 1
+MODE_SPLIT = 2
 SAMPLE_RUNS = 16
 RUN_LEN = 64
 #: Below this many values bit-packing is not used (its per-call overhead dominates).
@@ -82,37 +96,37 @@ def _for_stats(s: np.ndarray) -> tuple[int, int, int]:
     return mn, rng, max(g, 1)
 
 
-def _for_size(n: int, width: int, bitpack_ok: bool) -> float:
+def _for_size(n: int, width: int, mode: int) -> float:
     narrow = n * _narrow_bytes(width)
-    if bitpack_ok and n >= SMALL:
+    if mode == MODE_BITPACK and n >= SMALL:
         return FOR_HDR.size + min(narrow, 8 * packed_words(n, width))
     return FOR_HDR.size + narrow
 
 
 # ----------------------------------------------------------------------------- estimation
-def _est_plain(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def _est_plain(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     return 1 + n * s.dtype.itemsize
 
 
-def _est_constant(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def _est_constant(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     return 1 + s.dtype.itemsize if (s == s.flat[0]).all() else _INF
 
 
-def _est_for(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def _est_for(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     _, rng, g = _for_stats(s)
-    return _for_size(n, bit_width(rng // g), bp)
+    return _for_size(n, bit_width(rng // g), mode)
 
 
-def _est_delta(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def _est_delta(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     if s.shape[1] < 2:
         return _INF
     sd = signed_of(s.dtype)
     v = s.view(sd)
     d = np.subtract(v[:, 1:], v[:, :-1])
-    return DELTA_HDR.size + estimate(d, max(n - 1, 1), depth + 1, bp)
+    return DELTA_HDR.size + estimate(d, max(n - 1, 1), depth + 1, mode)
 
 
-def _est_rle(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def _est_rle(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     change = s[:, 1:] != s[:, :-1]
     starts_mask = np.ones(s.shape, dtype=bool)
     starts_mask[:, 1:] = change
@@ -128,12 +142,12 @@ def _est_rle(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
     n_runs = max(1, int(n * runs / s.size))
     return (
         NESTED_HDR.size
-        + estimate(values.reshape(1, -1), n_runs, depth + 1, bp)
-        + estimate(lengths.reshape(1, -1), n_runs, depth + 1, bp)
+        + estimate(values.reshape(1, -1), n_runs, depth + 1, mode)
+        + estimate(lengths.reshape(1, -1), n_runs, depth + 1, mode)
     )
 
 
-def _est_dict(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def _est_dict(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     m = s.size
     uniq, inv = np.unique(s.reshape(-1), return_inverse=True)
     nd = len(uniq)
@@ -141,10 +155,10 @@ def _est_dict(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
         return _INF
     nd_full = min(n, max(nd, int(nd * (n / m) * (nd / m))))
     codes = inv.astype(U32).reshape(s.shape)
-    codes_est = estimate(codes, n, depth + 1, bp)
+    codes_est = estimate(codes, n, depth + 1, mode)
     if nd_full > nd:
         codes_est *= bit_width(nd_full - 1) / max(1, bit_width(nd - 1))
-    return NESTED_HDR.size + codes_est + estimate(uniq.reshape(1, -1), nd_full, depth + 1, bp)
+    return NESTED_HDR.size + codes_est + estimate(uniq.reshape(1, -1), nd_full, depth + 1, mode)
 
 
 def find_exponent(xf: np.ndarray) -> tuple[int, float]:
@@ -191,14 +205,14 @@ def decimal_split(xf: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray]:
     return ints, ok
 
 
-def _est_decimal(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def _est_decimal(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     e, rate = find_exponent(s)
     if rate > 0.5:
         return _INF
     ints, ok = decimal_split(s.reshape(-1), e)
     ints = _ffill(ints, ok).reshape(s.shape)
     exc = n * rate * (s.dtype.itemsize + 4)
-    return DECIMAL_HDR.size + estimate(ints, n, depth + 1, bp) + exc
+    return DECIMAL_HDR.size + estimate(ints, n, depth + 1, mode) + exc
 
 
 _INT_SCHEMES: dict[str, Estimator] = {
@@ -210,19 +224,19 @@ _INT_SCHEMES: dict[str, Estimator] = {
 _FLOAT_SCHEMES: dict[str, Estimator] = {"rle": _est_rle, "dict": _est_dict}
 
 
-def estimate(s: np.ndarray, n: int, depth: int, bp: bool) -> float:
+def estimate(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     """Estimate the encoded size of ``n`` values whose 2-D sample is ``s`` (integer dtype)."""
     if s.size == 0:
         return 1.0
-    best = min(_est_plain(s, n, depth, bp), _est_constant(s, n, depth, bp))
+    best = min(_est_plain(s, n, depth, mode), _est_constant(s, n, depth, mode))
     schemes = _INT_SCHEMES if depth < MAX_DEPTH else {"for": _est_for}
     for est in schemes.values():
-        best = min(best, est(s, n, depth, bp))
+        best = min(best, est(s, n, depth, mode))
     return best
 
 
 def rank_schemes(
-    x: np.ndarray, depth: int, bp: bool, floats: np.ndarray | None = None
+    x: np.ndarray, depth: int, mode: int, floats: np.ndarray | None = None
 ) -> list[tuple[float, str]]:
     """Rank candidate schemes for ``x`` by estimated size, best first.
 
@@ -232,8 +246,8 @@ def rank_schemes(
         Integer values (for floats: their unsigned bit view).
     depth : int
         Cascade depth of ``x`` (0 = top level).
-    bp : bool
-        Whether bit-packing may be used (False: byte-aligned widths, friendlier to zstd).
+    mode : int
+        Cascade mode: ``MODE_BITPACK``, ``MODE_NARROW`` or ``MODE_SPLIT``.
     floats : numpy.ndarray, optional
         The float values when ``x`` is their bit view (enables decimal, disables FOR/delta).
 
@@ -245,14 +259,14 @@ def rank_schemes(
     n = len(x)
     s = _sample(x)
     if floats is not None:
-        ranked = [(_est_decimal(_sample(floats), n, depth, bp), "decimal")]
+        ranked = [(_est_decimal(_sample(floats), n, depth, mode), "decimal")]
         schemes = _FLOAT_SCHEMES
     else:
         ranked = []
         schemes = _INT_SCHEMES if depth < MAX_DEPTH else {"for": _est_for}
     for name, est in schemes.items():
-        ranked.append((est(s, n, depth, bp), name))
-    ranked.append((_est_plain(s, n, depth, bp), "plain"))
+        ranked.append((est(s, n, depth, mode), name))
+    ranked.append((_est_plain(s, n, depth, mode), "plain"))
     ranked = [r for r in ranked if r[0] < _INF]
     ranked.sort(key=lambda r: r[0])
     return ranked
@@ -268,7 +282,7 @@ def _ffill(ints: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return ints[idx]
 
 
-def _enc_for(x: np.ndarray, depth: int, bp: bool) -> bytes:
+def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
     n = len(x)
     bits = 8 * x.dtype.itemsize
     mn = int(x.min())
@@ -286,45 +300,53 @@ def _enc_for(x: np.ndarray, depth: int, bp: bool) -> bytes:
     width = bit_width(rng // g)
     nb = _narrow_bytes(width)
     base = mn & _MASK64
-    if bp and n >= SMALL and width and 8 * packed_words(n, width) < n * nb:
+    if mode == MODE_BITPACK and n >= SMALL and width and 8 * packed_words(n, width) < n * nb:
         payload = pack(r.astype(U64), width)
         return FOR_HDR.pack(BITPACK, width, base, g) + payload.tobytes()
-    return FOR_HDR.pack(NARROW, nb, base, g) + r.astype(f"<u{nb}").tobytes()
+    narrow = r.astype(f"<u{nb}")
+    if mode == MODE_SPLIT and nb > 1:
+        planes = narrow.view(np.uint8).reshape(n, nb).T
+        return FOR_HDR.pack(SPLIT, nb, base, g) + planes.tobytes()
+    return FOR_HDR.pack(NARROW, nb, base, g) + narrow.tobytes()
 
 
-def _enc_delta(x: np.ndarray, depth: int, bp: bool) -> bytes:
+def _enc_delta(x: np.ndarray, depth: int, mode: int) -> bytes:
     sd = signed_of(x.dtype)
     v = x.view(sd)
     d = np.subtract(v[1:], v[:-1])
-    return DELTA_HDR.pack(DELTA, int(v[0]) & _MASK64) + encode_array(d, depth + 1, bp)
+    return DELTA_HDR.pack(DELTA, int(v[0]) & _MASK64) + encode_array(d, depth + 1, mode)
 
 
-def _enc_rle(x: np.ndarray, depth: int, bp: bool) -> bytes:
+def _enc_rle(x: np.ndarray, depth: int, mode: int) -> bytes:
     starts = np.flatnonzero(x[1:] != x[:-1]) + 1
     starts = np.concatenate(([0], starts))
     lengths = np.diff(np.append(starts, len(x))).astype(U32)
     values = np.ascontiguousarray(x[starts])
-    vblob = encode_array(values, depth + 1, bp)
+    vblob = encode_array(values, depth + 1, mode)
     return (
-        NESTED_HDR.pack(RLE, len(starts), len(vblob)) + vblob + encode_array(lengths, depth + 1, bp)
+        NESTED_HDR.pack(RLE, len(starts), len(vblob))
+        + vblob
+        + encode_array(lengths, depth + 1, mode)
     )
 
 
-def _enc_dict(x: np.ndarray, depth: int, bp: bool) -> bytes:
+def _enc_dict(x: np.ndarray, depth: int, mode: int) -> bytes:
     uniq, inv = np.unique(x, return_inverse=True)
-    dblob = encode_array(uniq, depth + 1, bp)
+    dblob = encode_array(uniq, depth + 1, mode)
     codes = inv.astype(U32).reshape(-1)
-    return NESTED_HDR.pack(DICT, len(uniq), len(dblob)) + dblob + encode_array(codes, depth + 1, bp)
+    return (
+        NESTED_HDR.pack(DICT, len(uniq), len(dblob)) + dblob + encode_array(codes, depth + 1, mode)
+    )
 
 
-def _enc_decimal(xf: np.ndarray, depth: int, bp: bool) -> bytes:
+def _enc_decimal(xf: np.ndarray, depth: int, mode: int) -> bytes:
     e, _ = find_exponent(_sample(xf))
     ints, ok = decimal_split(xf, e)
     ints = _ffill(ints, ok)
     pos = np.flatnonzero(~ok).astype(U32)
     exc = xf.view(unsigned_of(xf.dtype))[pos]
-    iblob = encode_array(ints, depth + 1, bp)
-    pblob = encode_array(pos, depth + 1, bp)
+    iblob = encode_array(ints, depth + 1, mode)
+    pblob = encode_array(pos, depth + 1, mode)
     return (
         DECIMAL_HDR.pack(DECIMAL, e, len(pos), len(iblob), len(pblob))
         + iblob
@@ -346,7 +368,7 @@ def _is_constant(x: np.ndarray) -> bool:
 
 
 def encode_candidates(
-    x: np.ndarray, depth: int, bp: bool, floats: np.ndarray | None = None, top: int = 1
+    x: np.ndarray, depth: int, mode: int, floats: np.ndarray | None = None, top: int = 1
 ) -> list[bytes]:
     """Encode ``x`` with its ``top`` best-estimated schemes (each no larger than plain).
 
@@ -356,12 +378,13 @@ def encode_candidates(
         1-D contiguous integer values (floats: their unsigned bit view).
     depth : int
         Cascade depth.
-    bp : bool
-        Whether bit-packing may be used.
+    mode : int
+        Cascade mode: ``MODE_BITPACK``, ``MODE_NARROW`` or ``MODE_SPLIT``.
     floats : numpy.ndarray, optional
         The float values when ``x`` is their bit view.
     top : int
-        How many of the best-ranked schemes to encode for real.
+        How many of the best-ranked schemes to encode for real (in the byte-aligned modes,
+        one more if its estimate is within 1.5x of the best).
 
     Returns
     -------
@@ -375,14 +398,19 @@ def encode_candidates(
     if _is_constant(x):
         return [bytes((CONSTANT,)) + x[:1].tobytes()]
     out: list[bytes] = []
-    for _, name in rank_schemes(x, depth, bp, floats)[:top]:
+    ranked = rank_schemes(x, depth, mode, floats)
+    chosen = ranked[:top]
+    if top > 1 and mode != MODE_BITPACK:
+        # estimates ignore the general-purpose compressor that follows: be generous
+        chosen = [r for r in ranked[: top + 1] if r[0] <= 1.5 * ranked[0][0]] or chosen
+    for _, name in chosen:
         if name == "plain":
             continue
         if name == "decimal":
             assert floats is not None
-            blob = _enc_decimal(floats, depth, bp)
+            blob = _enc_decimal(floats, depth, mode)
         else:
-            blob = _ENCODERS[name](x, depth, bp)
+            blob = _ENCODERS[name](x, depth, mode)
         if len(blob) < plain_len:
             out.append(blob)
     if not out:
@@ -391,6 +419,6 @@ def encode_candidates(
     return out
 
 
-def encode_array(x: np.ndarray, depth: int, bp: bool) -> bytes:
+def encode_array(x: np.ndarray, depth: int, mode: int) -> bytes:
     """Encode integer values ``x`` (a cascade child) with the best-estimated scheme."""
-    return encode_candidates(np.ascontiguousarray(x), depth, bp)[0]
+    return encode_candidates(np.ascontiguousarray(x), depth, mode)[0]

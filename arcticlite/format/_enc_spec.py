@@ -18,6 +18,7 @@ ZSTD = 8
 LZ4 = 9
 BINARY_PLAIN = 10
 BINARY_DICT = 11
+SPLIT = 12
 
 ENCODING_NAMES: dict[int, str] = {
     PLAIN: "plain",
@@ -32,6 +33,7 @@ ENCODING_NAMES: dict[int, str] = {
     LZ4: "lz4",
     BINARY_PLAIN: "binary",
     BINARY_DICT: "binary-dict",
+    SPLIT: "split",
 }
 
 #: id u8, width u8, 6 pad, base u64, factor u64

@@ -12,16 +12,18 @@ import pyarrow as pa
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
 from arcticlite.format._enc_spec import CODEC_HDR, LZ4, ZSTD
 
-__all__ = ["MIN_SAVING", "ZSTD_LEVEL", "compress_best", "decompress", "region", "wrap"]
+__all__ = ["MIN_SAVING", "ZSTD_LEVELS", "compress_best", "decompress", "region", "wrap"]
 
 #: Compression is kept only if it saves at least this fraction of the bytes.
 MIN_SAVING = 0.10
 #: LZ4 (much faster to decode) is preferred when within this factor of ZSTD's size.
 LZ4_SLACK = 1.05
-ZSTD_LEVEL = 3
-_ZSTD = pa.Codec("zstd", compression_level=ZSTD_LEVEL)
+#: ZSTD levels tried per variant.
+ZSTD_LEVELS = (1, 3)
+_ZSTD_LEVELS = {lvl: pa.Codec("zstd", compression_level=lvl) for lvl in ZSTD_LEVELS}
 _LZ4 = pa.Codec("lz4")
-_CODECS = {ZSTD: _ZSTD, LZ4: _LZ4}
+_CODECS = {ZSTD: _ZSTD_LEVELS[1], LZ4: _LZ4}
+_PROBE = 1 << 16
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -35,15 +37,27 @@ def region(blob: bytes | memoryview | bytearray | np.ndarray) -> memoryview:
     return mv
 
 
-def wrap(eid: int, blob: bytes) -> bytes:
-    """Compress ``blob`` with codec ``eid`` (ZSTD or LZ4) into a wrapper blob."""
-    return CODEC_HDR.pack(eid, len(blob)) + _CODECS[eid].compress(blob, asbytes=True)
+def wrap(eid: int, blob: bytes, level: int = 1) -> bytes:
+    """Compress ``blob`` with codec ``eid`` (ZSTD at ``level``, or LZ4) into a wrapper blob."""
+    codec = _ZSTD_LEVELS[level] if eid == ZSTD else _LZ4
+    return CODEC_HDR.pack(eid, len(blob)) + codec.compress(blob, asbytes=True)
+
+
+def _worth_trying(blob: bytes) -> bool:
+    """Probe a 64 KiB slice of a large blob: skip compression of incompressible bytes."""
+    if len(blob) <= 4 * _PROBE:
+        return True
+    mid = len(blob) // 2
+    probe = _ZSTD_LEVELS[1].compress(blob[mid : mid + _PROBE], asbytes=True)
+    return len(probe) <= (1 - MIN_SAVING / 2) * _PROBE
 
 
 def compress_best(variants: list[bytes]) -> bytes:
     """Return the smallest of ``variants`` and their ZSTD/LZ4 wrappers.
 
     A wrapper is considered only where it saves at least :data:`MIN_SAVING` of its input.
+    Each variant is tried with ZSTD at every level of :data:`ZSTD_LEVELS` (low levels often
+    win on already lightweight-encoded data); LZ4 replaces ZSTD when nearly as small.
 
     Parameters
     ----------
@@ -55,18 +69,27 @@ def compress_best(variants: list[bytes]) -> bytes:
     bytes
         The chosen blob.
     """
-    best = min(variants, key=len)
-    seen: set[int] = set()
-    for v in sorted(variants, key=len):
-        if id(v) in seen or len(v) < 64:
+    unique = sorted(dict.fromkeys(variants), key=len)
+    best = unique[0]
+    best_source = None
+    tried: list[tuple[int, bytes]] = []
+    for v in unique:
+        if len(v) < 64 or not _worth_trying(v):
             continue
-        seen.add(id(v))
-        z = wrap(ZSTD, v)
+        z = wrap(ZSTD, v, ZSTD_LEVELS[0])
+        tried.append((len(z), v))
         if len(z) <= (1 - MIN_SAVING) * len(v) and len(z) < len(best):
-            best = z
-            lz = wrap(LZ4, v)
-            if len(lz) <= LZ4_SLACK * len(z):
-                best = lz
+            best, best_source = z, v
+    tried.sort(key=lambda t: t[0])
+    for _, v in tried[:2]:
+        for level in ZSTD_LEVELS[1:]:
+            z = wrap(ZSTD, v, level)
+            if len(z) <= (1 - MIN_SAVING) * len(v) and len(z) < len(best):
+                best, best_source = z, v
+    if best_source is not None:
+        lz = wrap(LZ4, best_source)
+        if len(lz) <= LZ4_SLACK * len(best):
+            best = lz
     return best
 
 

@@ -39,6 +39,9 @@ id   name          layout after the id byte
                    ``factor != 1``.
 3    narrow        ``nbytes u8 (1, 2, 4 or 8), x6, base u64, factor u64``, then
                    ``count`` unsigned ``nbytes``-byte integers; value = ``base + factor * v``.
+12   split         as narrow, but the integers are stored as ``nbytes`` byte planes of
+                   ``count`` bytes each (byte-stream-split: all least significant bytes
+                   first), which general-purpose compressors model much better.
 4    delta         ``x7, first u64``; child: ``count - 1`` differences ``x[i] - x[i-1]`` as the
                    signed integer dtype of the same itemsize. ``count >= 1``.
 5    rle           ``x3, runs u32, values_len u64``; child 1 (``values_len`` bytes): ``runs``
@@ -75,7 +78,13 @@ import pyarrow as pa
 from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileError
 from arcticlite.format import _enc_binary as _bin
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
-from arcticlite.format._enc_select import encode_candidates, encode_plain
+from arcticlite.format._enc_select import (
+    MODE_BITPACK,
+    MODE_NARROW,
+    MODE_SPLIT,
+    encode_candidates,
+    encode_plain,
+)
 from arcticlite.format._enc_spec import (
     BITPACK,
     CODE_DTYPE,
@@ -96,6 +105,7 @@ from arcticlite.format._enc_spec import (
     NESTED_HDR,
     PLAIN,
     RLE,
+    SPLIT,
     U64,
     ZSTD,
     signed_of,
@@ -154,10 +164,12 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
         return encode_plain(x)
     floats = x if x.dtype.kind == "f" else None
     xi = x.view(unsigned_of(x.dtype)) if floats is not None else x
-    variants = encode_candidates(xi, 0, True, floats, top=2)
-    if allow_compression and variants[0][0] not in (CONSTANT,):
-        variants += encode_candidates(xi, 0, False, floats, top=1)
-        variants.append(encode_plain(x))
+    variants = encode_candidates(xi, 0, MODE_BITPACK, floats, top=2)
+    if allow_compression and variants[0][0] != CONSTANT:
+        for mode in (MODE_NARROW, MODE_SPLIT):
+            variants += encode_candidates(xi, 0, mode, floats, top=2)
+        if 2 * min(len(v) for v in variants) > x.nbytes:
+            variants.append(encode_plain(x))
         return compress_best(variants)
     return min(variants, key=len)
 
@@ -224,7 +236,7 @@ def _decode(mv: memoryview, dtype: np.dtype, count: int, out: np.ndarray, depth:
     if eid == CONSTANT:
         _expect_len(mv, 1 + isz)
         out[...] = np.frombuffer(mv, dtype=dtype, count=1, offset=1)[0]
-    elif eid in (BITPACK, NARROW):
+    elif eid in (BITPACK, NARROW, SPLIT):
         _decode_for(mv, eid, dtype, count, out)
     elif eid == DELTA:
         (_, first) = _head(mv, DELTA_HDR)
@@ -258,7 +270,15 @@ def _decode_for(mv: memoryview, eid: int, dtype: np.dtype, count: int, out: np.n
     if width not in (1, 2, 4, 8):
         raise InvalidFileError(f"narrow width {width} bytes")
     _expect_len(mv, FOR_HDR.size + count * width)
-    arr = _frombuffer(mv, np.dtype(f"<u{width}"), count, FOR_HDR.size)
+    if eid == SPLIT:
+        planes = np.frombuffer(mv, np.uint8, count * width, FOR_HDR.size).reshape(width, count)
+        arr = planes[0].astype(f"<u{width}")
+        tmp = np.empty_like(arr)
+        for k in range(1, width):
+            np.left_shift(planes[k], 8 * k, out=tmp, dtype=arr.dtype)
+            np.bitwise_or(arr, tmp, out=arr)
+    else:
+        arr = _frombuffer(mv, np.dtype(f"<u{width}"), count, FOR_HDR.size)
     if factor != 1:
         np.multiply(arr, np.uint64(factor), out=out_u, casting="unsafe")
         np.add(out_u, np.uint64(base), out=out_u, casting="unsafe")
@@ -469,7 +489,7 @@ def _describe(mv: memoryview, depth: int) -> str:
     eid = mv[0]
     if eid in (PLAIN, CONSTANT):
         return ENCODING_NAMES[eid]
-    if eid in (BITPACK, NARROW):
+    if eid in (BITPACK, NARROW, SPLIT):
         (_, width, base, factor) = _head(mv, FOR_HDR)
         w = width if eid == BITPACK else 8 * width
         name = f"{ENCODING_NAMES[eid]}({w})"
