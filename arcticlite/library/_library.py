@@ -71,17 +71,7 @@ class LibraryCore:
         self._arctic = arctic
         self._keys = LibraryKeys(name)
         self._engine = VersionEngine(store, self._keys)
-        self._index = TableIndexIO(
-            read_node=lambda d: store.read(self._keys_tindex_cur(d)),
-            write_nodes=lambda nodes: store.write_many({self._keys_tindex_cur(d): b for d, b in nodes.items()}),
-            read_nodes=lambda ds: store.read_many([self._keys_tindex_cur(d) for d in ds]),
-        )
         self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
-        self._cur_sym = ""
-
-    # index nodes are keyed per symbol; the index IO is shared, so the symbol is set per call
-    def _keys_tindex_cur(self, digest: str) -> str:
-        return self._keys.tindex(self._cur_sym, digest)
 
     def _index_for(self, sym: str) -> TableIndexIO:
         keys = self._keys
@@ -186,8 +176,11 @@ class LibraryCore:
         is_live = rec.latest_live is not None
         if was_live != is_live or head is None:
             self._symbol_list.record(sym, rec.seq, "a" if is_live else "d")
-        if prune and is_live:
-            self._prune(sym)
+        if prune and head is not None:
+            # the commit itself marked every earlier version dead; now remove their data
+            killed = {v for v in range(rec.seq) if head.is_live(v)}
+            if killed:
+                self._cleanup(sym, killed)  # type: ignore[attr-defined]
 
     def _item(self, sym: str, rec: VersionRecord, data: Any = None) -> VersionedItem:
         return VersionedItem(
@@ -292,8 +285,9 @@ class LibraryCore:
                 first=first, last=last, sorted_=sorted_, metadata=mbytes,
             )
 
-        rec = self._engine.commit(sym, build)
-        self._after_commit(sym, heads[-1], rec, self._prune_default(prune_previous_versions))
+        prune_now = self._prune_default(prune_previous_versions)
+        rec = self._engine.commit(sym, build, prune=prune_now)
+        self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)
 
     def write_pickle(
@@ -307,12 +301,11 @@ class LibraryCore:
     ) -> VersionedItem:
         """Write any picklable object as a new version of ``symbol``."""
         sym = check_symbol(symbol)
-        rec = self._write_pickled(sym, data, self._pickle_meta(metadata), "pickle")
-        if self._prune_default(prune_previous_versions):
-            self._prune(sym)
+        rec = self._write_pickled(sym, data, self._pickle_meta(metadata), "pickle",
+                                  self._prune_default(prune_previous_versions))
         return self._item(sym, rec)
 
-    def _write_pickled(self, sym: str, data: Any, mbytes: bytes | None, kind: str) -> VersionRecord:
+    def _write_pickled(self, sym: str, data: Any, mbytes: bytes | None, kind: str, prune: bool = False) -> VersionRecord:
         body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         digest = xxhash.xxh3_128_hexdigest(body)
         self._store.write(self._keys.tdata(sym, digest), body)
@@ -332,8 +325,8 @@ class LibraryCore:
                 pickled=True, metadata=mbytes,
             )
 
-        rec = self._engine.commit(sym, build)
-        self._after_commit(sym, heads[-1], rec, False)
+        rec = self._engine.commit(sym, build, prune=prune)
+        self._after_commit(sym, heads[-1], rec, prune)
         return rec
 
     # -- append ------------------------------------------------------------------------------------
@@ -407,8 +400,9 @@ class LibraryCore:
                 sorted_=s, metadata=mbytes,
             )
 
-        rec = self._engine.commit(sym, build)
-        self._after_commit(sym, heads[-1], rec, self._prune_default(prune_previous_versions))
+        prune_now = self._prune_default(prune_previous_versions)
+        rec = self._engine.commit(sym, build, prune=prune_now)
+        self._after_commit(sym, heads[-1], rec, prune_now)
         if compact_data and hasattr(self, "compact_data"):
             rec2 = self.compact_data(sym)  # type: ignore[attr-defined]
             return rec2
@@ -566,8 +560,9 @@ class LibraryCore:
                 )
             return base.with_(kind="metadata", dead=head.dead if head else (), latest_live=seq, metadata=mbytes)
 
-        rec = self._engine.commit(sym, build)
-        self._after_commit(sym, heads[-1], rec, self._prune_default(prune_previous_versions))
+        prune_now = self._prune_default(prune_previous_versions)
+        rec = self._engine.commit(sym, build, prune=prune_now)
+        self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)
 
     # -- delete / prune ----------------------------------------------------------------------------

@@ -242,6 +242,7 @@ class StageMixin(LibraryCore):
                                      last=last if last is not None else base.last_index,
                                      sorted_=sorted_ if base.sorted == sorted_ else "UNSORTED", metadata=mbytes)
 
-        rec = self._engine.commit(sym, build)
-        self._after_commit(sym, heads[-1], rec, self._prune_default(prune))
+        prune_now = self._prune_default(prune)
+        rec = self._engine.commit(sym, build, prune=prune_now)
+        self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)

@@ -156,8 +156,9 @@ class UpdateMixin(LibraryCore):
                                      first=first, last=last, sorted_=base.sorted if len(rows) else "ASCENDING",
                                      metadata=mbytes)
 
-        rec = self._engine.commit(sym, build)
-        self._after_commit(sym, heads[-1], rec, self._prune_default(prune))
+        prune_now = self._prune_default(prune)
+        rec = self._engine.commit(sym, build, prune=prune_now)
+        self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)
 
     def _split_leaves(

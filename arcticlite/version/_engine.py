@@ -27,7 +27,7 @@ from arcticlite.exceptions import (
 )
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys
-from arcticlite.version._records import VersionRecord, parse_ref, ref_bytes
+from arcticlite.version._records import VersionRecord, add_ranges, parse_ref, ref_bytes
 
 MAX_COMMIT_ATTEMPTS = 64
 
@@ -146,12 +146,13 @@ class VersionEngine:
             return [self.store.read_if_exists(k) for k in keys]
 
     # -- committing ---------------------------------------------------------------------------
-    def commit(self, sym: str, build: Builder) -> VersionRecord:
+    def commit(self, sym: str, build: Builder, *, prune: bool = False) -> VersionRecord:
         """Commit the record ``build(head, seq)`` as the next version of ``sym``.
 
         ``build`` is called again with the new head whenever another writer wins the race;
         it may raise to abort (nothing is then written). Safe with any number of concurrent
-        writers: each successful call lands in exactly one version.
+        writers: each successful call lands in exactly one version. With ``prune``, the new
+        (data) version also marks every earlier version dead, in the same commit.
         """
         if not self.conditional_ok:
             raise ConditionalWritesUnsupportedError(
@@ -166,6 +167,8 @@ class VersionEngine:
             if head is not None and created <= head.created_ns:
                 created = head.created_ns + 1  # creation times strictly increase per symbol
             rec = rec.with_(seq=seq, created_ns=created, token=new_token(), symbol=sym)
+            if prune and seq > 0 and rec.is_data:
+                rec = rec.with_(dead=add_ranges(rec.dead, [(0, seq - 1)]))
             body = rec.to_bytes()
             vkey = self.keys.version(sym, seq)
             if self.store.atomic_commit:
