@@ -1,0 +1,285 @@
+"""Per-column conversion between pandas values and Arrow arrays.
+
+One column at a time, always vectorised (numpy / pyarrow over the whole column; the only loops
+are over columns). Each conversion returns the Arrow array plus a *hint*: a short string that
+tells :func:`arrow_to_pandas` how to rebuild the exact pandas dtype when Arrow's default
+conversion would not. The empty hint means "``to_pandas`` gets it right".
+
+Hints
+-----
+``""``
+    Arrow's default conversion restores the dtype (numpy numerics, bool, datetime64 with any
+    unit and tz, timedelta64, categorical, object columns of ``str`` / ``bytes`` with ``None``).
+``"object"``
+    An object column of Python scalars that Arrow stores natively (ints, floats, bools,
+    Timestamps): rebuilt as an ``object`` column of Python scalars, nulls as ``None``.
+``"object:nan"``
+    Like ``""``/``"object"`` but the missing values were ``NaN`` rather than ``None``.
+``"pylist"``
+    An object column of Python lists (stored as an Arrow list type).
+``"Int64"``, ``"UInt8"``, ``"Float64"``, ``"boolean"``, ...
+    A pandas nullable extension dtype, restored with ``dtype.__from_arrow__``.
+``"string[python]"``, ``"string[pyarrow]"`` (optionally ``"|nan"``)
+    A pandas ``StringDtype`` with that storage (and ``na_value=np.nan``).
+``"arrow"``
+    A ``pd.ArrowDtype`` column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pandas.api.types import infer_dtype
+
+from arcticlite.exceptions import ArcticDbNotYetImplemented
+
+__all__ = ["arrow_to_pandas", "pandas_to_arrow"]
+
+_PICKLE_HINT = "write_pickle stores any Python object"
+
+_MASKED_NAMES = frozenset(
+    [
+        "Int8",
+        "Int16",
+        "Int32",
+        "Int64",
+        "UInt8",
+        "UInt16",
+        "UInt32",
+        "UInt64",
+        "Float32",
+        "Float64",
+        "boolean",
+    ]
+)
+
+
+def _reject(label: Any, dtype: Any, detail: str) -> ArcticDbNotYetImplemented:
+    return ArcticDbNotYetImplemented(
+        f"Failed to normalize column {label!r} with dtype '{dtype}'. {detail}; "
+        f"{_PICKLE_HINT} (use Library.write_pickle)."
+    )
+
+
+def pandas_to_arrow(
+    values: pd.Series | pd.Index | np.ndarray, label: Any
+) -> tuple[pa.Array | pa.ChunkedArray, str]:
+    """Convert one pandas column (or index level, or 1-D ndarray) to Arrow.
+
+    Parameters
+    ----------
+    values : pandas.Series, pandas.Index or numpy.ndarray
+        The column. Numeric numpy data is wrapped without a copy.
+    label : Any
+        The user's label, only used in error messages.
+
+    Returns
+    -------
+    (pyarrow.Array or pyarrow.ChunkedArray, str)
+        The array and the dtype hint (see the module docstring).
+
+    Raises
+    ------
+    ArcticDbNotYetImplemented
+        For dtypes that cannot be stored as columns (float16, complex, Period, Interval,
+        Sparse, mixed-type / Decimal / dict / over-int64 object columns, object bools with
+        missing values).
+    """
+    dtype = values.dtype
+    if isinstance(dtype, np.dtype):
+        arr = values if isinstance(values, np.ndarray) else values.to_numpy(copy=False)
+        return _numpy_to_arrow(arr, label)
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return pa.array(values.array), ""
+    if isinstance(dtype, pd.CategoricalDtype):
+        cats = dtype.categories
+        if cats.dtype == object and infer_dtype(cats, skipna=True) not in (
+            "string",
+            "bytes",
+            "empty",
+        ):
+            raise _reject(label, dtype, "Categories must be strings, bytes or numbers")
+        return pa.array(values.array), ""
+    if isinstance(dtype, pd.ArrowDtype):
+        arr = values.array
+        return pa.array(arr), "arrow"
+    if isinstance(dtype, pd.StringDtype):
+        hint = f"string[{dtype.storage}]"
+        if dtype.na_value is not pd.NA:
+            hint += "|nan"
+        return pa.array(
+            values.array, type=pa.large_string() if dtype.storage == "pyarrow" else pa.string()
+        ), hint
+    name = getattr(dtype, "name", str(dtype))
+    if name in _MASKED_NAMES:
+        return pa.array(values.array), name
+    raise _reject(label, dtype, f"Unsupported dtype '{dtype}'")
+
+
+def _numpy_to_arrow(arr: np.ndarray, label: Any) -> tuple[pa.Array | pa.ChunkedArray, str]:
+    kind = arr.dtype.kind
+    if kind in "iub":
+        return pa.array(arr), ""
+    if kind == "f":
+        if arr.dtype.itemsize == 2:
+            raise _reject(label, arr.dtype, "float16 is not supported; cast to float32")
+        if arr.dtype.itemsize > 8:
+            raise _reject(label, arr.dtype, "extended precision floats are not supported")
+        return pa.array(arr), ""
+    if kind in "mM":
+        unit = np.datetime_data(arr.dtype)[0]
+        if unit not in ("s", "ms", "us", "ns"):
+            arr = arr.astype(arr.dtype.str[:3] + "[ns]" if kind == "M" else "timedelta64[ns]")
+        return pa.array(arr), ""
+    if kind == "O":
+        return _object_to_arrow(arr, label)
+    if kind in "US":
+        return pa.array(arr), ""
+    raise _reject(label, arr.dtype, f"Unsupported dtype '{arr.dtype}'")
+
+
+def _null_hint(arr: np.ndarray, isna: np.ndarray) -> str:
+    """``":nan"`` when the column's missing values are NaN rather than None."""
+    nulls = arr[isna]
+    if not len(nulls):
+        return ""
+    # str() on the (few) missing values only: 'None', 'nan', '<NA>', 'NaT'.
+    text = nulls.astype(str)
+    n_nan = int(np.count_nonzero(text == "nan"))
+    return ":nan" if n_nan * 2 > len(nulls) else ""
+
+
+def _object_to_arrow(arr: np.ndarray, label: Any) -> tuple[pa.Array | pa.ChunkedArray, str]:
+    isna = pd.isna(arr)
+    nullhint = _null_hint(arr, isna)
+    inferred = infer_dtype(arr, skipna=True)
+    if inferred == "empty":
+        return pa.nulls(len(arr)), ("object" + nullhint) if nullhint else ""
+    if inferred in ("string", "bytes"):
+        try:
+            out = pa.array(
+                arr, type=pa.string() if inferred == "string" else pa.binary(), from_pandas=True
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # e.g. surrogates
+            raise _reject(label, "object", f"Could not encode values ({exc})") from exc
+        return out, ("object" + nullhint) if nullhint else ""
+    first = arr[int(np.argmin(isna))]
+    detail = (
+        f"Found first non-null value of type {type(first).__name__}, but only strings, bytes, "
+        "numbers, Timestamps and homogeneous lists are supported in object columns"
+    )
+    if inferred == "integer" or inferred == "floating":
+        try:
+            out = pa.array(
+                arr, type=pa.int64() if inferred == "integer" else pa.float64(), from_pandas=True
+            )
+        except (OverflowError, pa.ArrowInvalid) as exc:
+            raise _reject(
+                label, "object", "Python ints larger than int64 are not supported"
+            ) from exc
+        return out, "object" + nullhint
+    if inferred == "boolean":
+        if isna.any():
+            raise _reject(
+                label,
+                "object",
+                "Object bool columns with missing values are not supported; use the 'boolean' dtype",
+            )
+        return pa.array(arr.astype(bool)), "object"
+    if inferred in ("datetime", "datetime64"):
+        try:
+            tz = getattr(first, "tz", None) or getattr(first, "tzinfo", None)
+            typ = pa.timestamp("ns", tz=pa.lib.tzinfo_to_string(tz) if tz is not None else None)
+            return pa.array(arr, type=typ, from_pandas=True), "object" + nullhint
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError) as exc:
+            raise _reject(
+                label, "object", "Timestamps with mixed time zones are not supported"
+            ) from exc
+    if inferred in ("date", "time", "timedelta"):
+        try:
+            out = pa.array(arr, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise _reject(label, "object", detail) from exc
+        return out, ("object" + nullhint) if inferred == "timedelta" or nullhint else ""
+    if inferred == "mixed" and isinstance(first, list | np.ndarray):
+        try:
+            out = pa.array(arr, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise _reject(label, "object", "Nested lists must hold values of one type") from exc
+        if pa.types.is_list(out.type) or pa.types.is_large_list(out.type):
+            return out, ("pylist" if isinstance(first, list) else "") + nullhint
+    raise _reject(label, "object", detail)
+
+
+def arrow_to_pandas(col: pa.Array | pa.ChunkedArray, hint: str) -> Any:
+    """Convert one stored Arrow column back to a pandas array-like (numpy or extension).
+
+    Parameters
+    ----------
+    col : pyarrow.Array or pyarrow.ChunkedArray
+        The stored column (possibly sliced, possibly widened under dynamic schema).
+    hint : str
+        The hint recorded by :func:`pandas_to_arrow`. A hint that no longer fits the column's
+        type (e.g. after a dynamic-schema widening) falls back to Arrow's default conversion.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.api.extensions.ExtensionArray
+    """
+    if isinstance(col, pa.Array):
+        col = pa.chunked_array([col], type=col.type)
+    base, _, null_kind = hint.partition(":")
+    typ = col.type
+    if base in _MASKED_NAMES or base.startswith("string["):
+        if base.startswith("string["):
+            storage, _, na = base[7:].partition("]")
+            na_value = np.nan if "|nan" in hint else pd.NA
+            dtype: Any = pd.StringDtype(storage, na_value=na_value)
+            if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_null(typ):
+                if pa.types.is_null(typ):
+                    col = col.cast(pa.string())
+                return dtype.__from_arrow__(col)
+        else:
+            dtype = pd.api.types.pandas_dtype(base)
+            if not pa.types.is_dictionary(typ) and not pa.types.is_string(typ):
+                try:
+                    return dtype.__from_arrow__(col)
+                except (TypeError, ValueError, pa.ArrowException):
+                    pass
+    elif base == "arrow":
+        return pd.arrays.ArrowExtensionArray(col)
+    elif base == "pylist":
+        out = pd.Series(col.to_pylist(), dtype=object).to_numpy()
+        return _fill_nan(out, col) if null_kind == "nan" else out
+    elif base == "object":
+        if (
+            pa.types.is_string(typ)
+            or pa.types.is_large_string(typ)
+            or pa.types.is_binary(typ)
+            or pa.types.is_large_binary(typ)
+            or pa.types.is_null(typ)
+        ):
+            out = col.to_numpy(zero_copy_only=False)
+        elif pa.types.is_timestamp(typ) or pa.types.is_duration(typ):
+            out = col.to_pandas().astype(object).to_numpy()
+            out[np.asarray(col.is_null())] = None
+        else:
+            out = pd.Series(col.to_pylist(), dtype=object).to_numpy()
+        return _fill_nan(out, col) if null_kind == "nan" else out
+    return col.to_pandas().array if pa.types.is_dictionary(typ) else _default(col)
+
+
+def _default(col: pa.ChunkedArray) -> Any:
+    s = col.to_pandas()
+    return s.array if not isinstance(s.dtype, np.dtype) else s.to_numpy()
+
+
+def _fill_nan(out: np.ndarray, col: pa.ChunkedArray) -> np.ndarray:
+    if col.null_count:
+        if not out.flags.writeable:
+            out = out.copy()
+        out[np.asarray(col.is_null())] = np.nan
+    return out

@@ -1,0 +1,302 @@
+"""Schema rules for append / update, and index sortedness.
+
+:func:`common_schema` checks that new data may join a stored symbol (static or dynamic schema,
+ArcticDB's rules) and returns the schema both must be read as; :func:`common_meta` merges the
+two :class:`NormMeta` records for the new version; :func:`sortedness` classifies a datetime
+index the way ``get_description().sorted`` reports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arcticlite.exceptions import NormalizationException, SchemaException, StreamDescriptorMismatch
+from arcticlite.library._normalize_meta import NormMeta
+
+__all__ = ["common_meta", "common_schema", "sortedness"]
+
+_FRAME_KINDS = frozenset(["dataframe", "arrow", "polars"])
+_ROWCOUNT = frozenset(["range", "none"])
+_INDEX_WORDS = {
+    "range": "Row count",
+    "none": "Row count",
+    "datetime": "Timestamp",
+    "other": "Non-timestamp",
+    "multi": "Multi",
+}
+
+
+def _check_kinds(old: NormMeta, new: NormMeta, stored_rows: int | None) -> None:
+    same_kind = old.kind == new.kind or {old.kind, new.kind} <= _FRAME_KINDS
+    if not same_kind:
+        raise NormalizationException(
+            f"E_INCOMPATIBLE_OBJECTS Cannot combine a {new.kind} with the stored {old.kind}; "
+            "write the same kind of object (DataFrame, Series, ndarray) as the stored version"
+        )
+    ok, nk = old.index_kind, new.index_kind
+    if not (ok == nk or {ok, nk} <= _ROWCOUNT):
+        raise NormalizationException(
+            f"E_INCOMPATIBLE_INDEX Cannot append {_INDEX_WORDS[nk]} index to {_INDEX_WORDS[ok]} index"
+        )
+    if ok == "multi" and len(old.index_columns) != len(new.index_columns):
+        raise NormalizationException(
+            f"E_INCOMPATIBLE_INDEX Cannot append a {len(new.index_columns)}-level MultiIndex to a "
+            f"{len(old.index_columns)}-level MultiIndex"
+        )
+    if ok == "range" and nk == "range" and stored_rows is not None:
+        if new.range_step != old.range_step:
+            raise NormalizationException(
+                f"E_INCOMPATIBLE_INDEX Cannot append RangeIndex with a different RangeIndex step: "
+                f"stored step {old.range_step}, new step {new.range_step}"
+            )
+        expected = old.range_start + stored_rows * old.range_step
+        if new.range_start != expected:
+            raise NormalizationException(
+                f"E_INCOMPATIBLE_INDEX Cannot append RangeIndex: not contiguous; the new data starts "
+                f"at {new.range_start} but the stored RangeIndex stops at {expected}; "
+                f"use pd.RangeIndex({expected}, ...) or reset_index"
+            )
+    if list(old.index_names) != list(new.index_names) and ok != "none" and nk != "none":
+        raise StreamDescriptorMismatch(
+            f"The index names differ: stored {list(old.index_names)}, new {list(new.index_names)}; "
+            "rename the index to match"
+        )
+
+
+def _describe(typ: pa.DataType, hint: str) -> str:
+    return f"{typ}" + (f" ({hint})" if hint else "")
+
+
+def _fields(meta: NormMeta, schema: pa.Schema) -> list[tuple[str, Any, pa.DataType, str]]:
+    """(stored name, user label, arrow type, hint) of the data columns present in ``schema``."""
+    out = []
+    index = set(meta.index_columns)
+    for f in schema:
+        if f.name not in index:
+            out.append((f.name, meta.user_label(f.name), f.type, meta.hint(f.name)))
+    return out
+
+
+def _unify_type(name: Any, a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Common type of ``a`` (stored) and ``b`` (new) under dynamic schema."""
+    if a == b:
+        return a
+    if pa.types.is_null(a):
+        return b
+    if pa.types.is_null(b):
+        return a
+
+    def numeric(t: pa.DataType) -> bool:
+        return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+    if numeric(a) and numeric(b):
+        res = np.promote_types(a.to_pandas_dtype(), b.to_pandas_dtype())
+        return pa.from_numpy_dtype(res)
+    stringy = (pa.types.is_string, pa.types.is_large_string)
+    if any(f(a) for f in stringy) and any(f(b) for f in stringy):
+        return pa.large_string()
+    binary = (pa.types.is_binary, pa.types.is_large_binary)
+    if any(f(a) for f in binary) and any(f(b) for f in binary):
+        return pa.large_binary()
+    units = ["s", "ms", "us", "ns"]
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        unit = max(a.unit, b.unit, key=units.index)
+        return pa.timestamp(unit, tz=b.tz)  # the newest write's tz wins, as for the index
+    if pa.types.is_duration(a) and pa.types.is_duration(b):
+        return pa.duration(max(a.unit, b.unit, key=units.index))
+    if pa.types.is_dictionary(a) and pa.types.is_dictionary(b) and a.value_type == b.value_type:
+        wider = a.index_type if a.index_type.bit_width >= b.index_type.bit_width else b.index_type
+        return pa.dictionary(wider, a.value_type, a.ordered)
+    raise SchemaException(
+        f"E_DESCRIPTOR_MISMATCH No valid common type between {a} and {b} for column {name!r}; "
+        "cast the new data to the stored type"
+    )
+
+
+def common_schema(
+    old: NormMeta,
+    old_schema: pa.Schema,
+    new: NormMeta,
+    new_schema: pa.Schema,
+    *,
+    dynamic: bool,
+    stored_rows: int | None = None,
+) -> pa.Schema | None:
+    """Check that new data may be appended to / update a stored symbol; unify the schemas.
+
+    Parameters
+    ----------
+    old, old_schema : NormMeta, pyarrow.Schema
+        The stored version's metadata and table schema.
+    new, new_schema : NormMeta, pyarrow.Schema
+        The new data's (from :func:`normalize`).
+    dynamic : bool
+        ``LibraryOptions.dynamic_schema``.
+    stored_rows : int, optional
+        Row count of the stored version; needed to check that a RangeIndex append is
+        contiguous (skipped when ``None``).
+
+    Returns
+    -------
+    pyarrow.Schema or None
+        ``None`` when the new table's schema equals the stored one (nothing to cast).
+        Otherwise the schema (index columns first, stored columns in their order, then new
+        columns) to which stored segments and the new table should be cast when read /
+        combined; columns absent from one side are to be filled by the caller (ints 0,
+        floats NaN, others null).
+
+    Raises
+    ------
+    NormalizationException
+        The object kind (Series vs DataFrame) or index kind differ, or a RangeIndex append
+        is not contiguous or has another step.
+    StreamDescriptorMismatch
+        Static schema: column names, order or dtypes differ (the message lists them with
+        ``-`` stored / ``+`` new); either schema: index names differ.
+    SchemaException
+        Dynamic schema: a column's types have no common type (str vs number, bool vs number).
+    """
+    _check_kinds(old, new, stored_rows)
+    old_f, new_f = _fields(old, old_schema), _fields(new, new_schema)
+    index_fields = [f for f in old_schema if f.name in set(old.index_columns)]
+    new_index = {f.name: f for f in new_schema if f.name in set(new.index_columns)}
+    if not dynamic:
+        if old.columns == () and old.index_kind == "datetime" and not old_f:
+            pass  # a stored empty frame takes any columns (ArcticDB's empty type)
+        elif [(n, u, t, h) for n, u, t, h in old_f] != [(n, u, t, h) for n, u, t, h in new_f]:
+            _raise_mismatch(old_f, new_f)
+        for f in index_fields:
+            g = new_index.get(f.name)
+            if g is not None and g.type != f.type:
+                raise StreamDescriptorMismatch(
+                    f"The index column {f.name!r} has type {g.type} in the new data but {f.type} "
+                    "in the stored data; cast the index to match"
+                )
+        out = (
+            pa.schema([*index_fields, *(pa.field(n, t) for n, _, t, _ in new_f)])
+            if old.columns == () and not old_f
+            else None
+        )
+        if out is None and _plain(old_schema) == _plain(new_schema):
+            return None
+        return out if out is not None else _plain(new_schema)
+    unified_index = []
+    for f in index_fields:
+        g = new_index.get(f.name)
+        unified_index.append(
+            f if g is None else pa.field(f.name, _unify_type(f.name, f.type, g.type))
+        )
+    new_by_name = {n: (u, t) for n, u, t, _ in new_f}
+    fields = []
+    for n, u, t, _ in old_f:
+        if n in new_by_name:
+            nu, nt = new_by_name.pop(n)
+            if not _labels_equal(u, nu):
+                raise SchemaException(
+                    f"E_DESCRIPTOR_MISMATCH Column labels {u!r} (stored) and {nu!r} (new) map to the "
+                    "same stored name; rename one of them"
+                )
+            t = _unify_type(u, t, nt)
+        fields.append(pa.field(n, t))
+    for n, _, t, _ in new_f:
+        if n in new_by_name:
+            fields.append(pa.field(n, t))
+    out = pa.schema([*unified_index, *fields])
+    return None if out == _plain(new_schema) and out == _plain(old_schema) else out
+
+
+def _plain(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type) for f in schema])
+
+
+def _labels_equal(a: Any, b: Any) -> bool:
+    return (
+        type(a) is type(b)
+        and a == b
+        or (a == b and not isinstance(a, str) and not isinstance(b, str))
+    )
+
+
+def _raise_mismatch(
+    old_f: list[tuple[str, Any, pa.DataType, str]], new_f: list[tuple[str, Any, pa.DataType, str]]
+) -> None:
+    olds = [f"{u!r}: {_describe(t, h)}" for _, u, t, h in old_f]
+    news = [f"{u!r}: {_describe(t, h)}" for _, u, t, h in new_f]
+    lines = [f"-{x}" for x in olds if x not in news] + [f"+{x}" for x in news if x not in olds]
+    if not lines:
+        lines = [
+            "(same columns in a different order)",
+            "-" + ", ".join(olds),
+            "+" + ", ".join(news),
+        ]
+    raise StreamDescriptorMismatch(
+        "E_DESCRIPTOR_MISMATCH The columns of the new data differ from the stored ones "
+        "(static schema: names, order and dtypes must be identical):\n"
+        + "\n".join(lines)
+        + "\nCast or reorder the new data to match, or use a library with dynamic_schema=True."
+    )
+
+
+def common_meta(old: NormMeta, new: NormMeta, schema: pa.Schema | None) -> NormMeta:
+    """The NormMeta of a version made by appending / updating ``new`` onto ``old``.
+
+    Parameters
+    ----------
+    old, new : NormMeta
+        Stored and new metadata (already checked by :func:`common_schema`).
+    schema : pyarrow.Schema or None
+        What :func:`common_schema` returned (``None``: the stored columns are kept).
+
+    Returns
+    -------
+    NormMeta
+        ``old``'s kind, index and RangeIndex start, with the newest write's tz, and the
+        columns of ``schema`` (labels and hints from ``new`` where it has the column, else from
+        ``old``).
+    """
+    if schema is None:
+        cols = old.columns if old.columns or not new.columns else new.columns
+    else:
+        index = set(old.index_columns)
+        cols = tuple(f.name for f in schema if f.name not in index)
+    users, hints = [], []
+    for c in cols:
+        src = new if c in new.columns else old
+        users.append(src.user_label(c))
+        hints.append(src.hint(c))
+    return dataclasses.replace(
+        old,
+        tz=new.tz if new.index_kind == old.index_kind else old.tz,
+        columns=tuple(cols),
+        user_columns=tuple(users),
+        column_hints=tuple(hints),
+        shape=None if old.kind != "ndarray" else old.shape,
+    )
+
+
+def sortedness(table: pa.Table, meta: NormMeta) -> str:
+    """How the datetime index of ``table`` is ordered.
+
+    Returns
+    -------
+    str
+        ``"ASCENDING"`` (ties allowed; also for 0 or 1 rows), ``"DESCENDING"``, ``"UNSORTED"``
+        (a NaT counts as unsorted) or ``"UNKNOWN"`` (not a datetime index).
+    """
+    if not meta.index_columns or not meta.index_hints or meta.index_hints[0] != "dt":
+        return "UNKNOWN"
+    col = table.column(meta.index_columns[0])
+    if col.null_count:
+        return "UNSORTED"
+    values = col.to_numpy().view("i8")
+    if len(values) < 2:
+        return "ASCENDING"
+    if np.all(values[1:] >= values[:-1]):
+        return "ASCENDING"
+    if np.all(values[1:] <= values[:-1]):
+        return "DESCENDING"
+    return "UNSORTED"
