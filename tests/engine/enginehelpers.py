@@ -1,0 +1,44 @@
+"""Helpers shared by the engine tests (import as ``from enginehelpers import ...``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arcticlite import Library, LibraryOptions
+
+ALL_OPTIONS = [
+    pytest.param(LibraryOptions(), id="static"),
+    pytest.param(LibraryOptions(dynamic_schema=True), id="dynamic"),
+    pytest.param(LibraryOptions(rows_per_segment=2, columns_per_segment=2), id="tiles2x2"),
+]
+
+#: Parametrise a test over :data:`ALL_OPTIONS` (through the ``library_options`` fixture).
+all_options = pytest.mark.parametrize("library_options", ALL_OPTIONS, indirect=True)
+
+
+def frame(n: int = 5, start: Any = "2024-01-01", freq: str = "D", cols: tuple[str, ...] = ("a", "b"),
+          seed: int = 0, base: int = 0) -> pd.DataFrame:
+    """A small DatetimeIndex frame: int column ``a`` (base, base+1, ...), float ``b``, ..."""
+    rng = np.random.default_rng(seed)
+    idx = pd.date_range(start, periods=n, freq=freq)
+    data: dict[str, Any] = {}
+    for i, c in enumerate(cols):
+        if i % 2 == 0:
+            data[c] = np.arange(base, base + n, dtype=np.int64)
+        else:
+            data[c] = rng.random(n)
+    return pd.DataFrame(data, index=idx)
+
+
+def assert_frame_equal(a: pd.DataFrame, b: pd.DataFrame, **kw: Any) -> None:
+    kw.setdefault("check_freq", False)
+    pd.testing.assert_frame_equal(a, b, **kw)
+
+
+def versions_of(lib: Library, sym: str) -> list[int]:
+    """Live (and snapshot-held) version ids of ``sym``, ascending."""
+    return sorted(v.version for v in lib.list_versions(sym))
