@@ -1,6 +1,18 @@
-"""Fermion, the columnar segment format (seed 003; docs/format.md).
+"""Fermion, the columnar segment format (seed 003; byte layout in docs/format.md).
 
-Public API: :func:`encode` (Arrow table -> bytes) and :func:`decode` (bytes -> Arrow table).
+A Fermion file holds one Arrow table: a data area of stripes -> per-column streams -> pages,
+then per-column metadata blocks (CMB), schema entries, a name index, the column index table
+(CIT) and a fixed 128-byte footer. Reading k of n columns touches O(k) metadata.
+
+Public API
+----------
+:func:`encode` / :func:`decode`
+    Arrow table <-> bytes, as the engine uses them.
+:class:`FermionWriter` / :class:`FermionReader`
+    Streaming writer (incl. batch mode) and random-access reader (statistics, row ranges,
+    predicate pushdown, batches).
+:func:`from_parquet` / :func:`to_parquet`
+    Conversion both ways.
 """
 
 from __future__ import annotations
@@ -9,19 +21,76 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["decode", "encode"]
+from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
+from arcticlite.format._range import RangeReader
+from arcticlite.format._reader import FermionReader
+from arcticlite.format._writer import FermionWriter
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "VERSION_MAJOR",
+    "VERSION_MINOR",
+    "FermionReader",
+    "FermionWriter",
+    "RangeReader",
+    "decode",
+    "encode",
+]
 
 
 def encode(table: pa.Table, **options: Any) -> bytes:
-    # Bootstrap encoding until the Fermion writer lands; same signature.
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
+    """Encode an Arrow table (or record batch) as a Fermion file.
+
+    Parameters
+    ----------
+    table
+        The data; every type listed in docs/format.md, nulls anywhere, any chunking.
+    **options
+        :class:`FermionWriter` options: ``page_size`` (default 512 KiB of raw values),
+        ``stripe_rows``, ``parallel``.
+
+    Returns
+    -------
+    bytes
+        The complete file.
+    """
+    w = FermionWriter(None, table.schema, **options)
+    w.write(table)
+    out = w.close()
+    assert out is not None
+    return out
 
 
-def decode(source: Any, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
-    t = pa.ipc.open_stream(pa.py_buffer(source)).read_all()
-    if columns is not None:
-        t = t.select(columns)
-    return t
+def decode(source: Any, columns: list[str] | None = None, filter: Any = None, *,
+           row_range: tuple[int, int] | None = None, with_batch_ids: bool = False,
+           **options: Any) -> pa.Table:
+    """Decode a Fermion file (bytes, memoryview, path, file object or RangeReader).
+
+    Parameters
+    ----------
+    source
+        The file.
+    columns
+        Names (or indices) to read, in order; None reads all.
+    filter
+        ``(column, op, value)`` tuples ANDed; ops ``== != < <= > >= in``, ``not in`` and
+        ``("col", "between", (lo, hi))``. Pages that cannot match are skipped unread.
+    row_range
+        ``(start, stop)`` rows to read.
+    with_batch_ids
+        Add ``batch_id`` / ``index_in_batch`` columns (batch-mode files).
+    **options
+        :class:`FermionReader` options.
+
+    Raises
+    ------
+    CorruptDataError
+        Any corruption (a subclass says which), never another exception type.
+    SchemaException
+        A requested column does not exist.
+    """
+    reader = FermionReader(source, **options)
+    try:
+        return reader.read(columns, filter=filter, row_range=row_range, with_batch_ids=with_batch_ids)
+    finally:
+        reader.close()

@@ -1,0 +1,56 @@
+"""A shared thread pool for page encode/decode (numpy, zstd and xxhash release the GIL)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+_POOL: ThreadPoolExecutor | None = None
+_LOCK = threading.Lock()
+MIN_PARALLEL_BYTES = 1 << 20
+"""Below this many bytes of work, jobs run inline (pool hand-off costs more than it saves)."""
+
+
+def threads() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=threads(), thread_name_prefix="fermion")
+        return _POOL
+
+
+def _run_group(group: Sequence[Callable[[], Any]]) -> list[Any]:
+    return [job() for job in group]
+
+
+def run_jobs(jobs: Sequence[Callable[[], Any]], weights: Sequence[int], *,
+             parallel: bool = True) -> list[Any]:
+    """Run ``jobs`` and return their results in order.
+
+    Jobs are grouped into about ``4 × threads`` groups of similar total weight (bytes), so
+    10,000 tiny page jobs cost a few dozen pool hand-offs, not 10,000.
+    """
+    total = int(sum(weights))
+    n = threads()
+    if not parallel or n == 1 or len(jobs) < 2 or total < MIN_PARALLEL_BYTES:
+        return [job() for job in jobs]
+    target = max(1, total // (4 * n))
+    groups: list[list[Callable[[], Any]]] = [[]]
+    acc = 0
+    for job, w in zip(jobs, weights, strict=True):
+        if acc >= target and groups[-1]:
+            groups.append([])
+            acc = 0
+        groups[-1].append(job)
+        acc += int(w)
+    out: list[Any] = []
+    for res in _pool().map(_run_group, groups):
+        out.extend(res)
+    return out
