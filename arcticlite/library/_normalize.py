@@ -72,17 +72,15 @@ class OutputFormat(enum.StrEnum):
 
 
 # ---------------------------------------------------------------------------------- names
-def _index_stored_names(names: list[Any], data_labels: list[Any]) -> list[str]:
-    """Stored names of the index levels: the user's name when it is a str, else generated."""
-    data_str = {x for x in data_labels if isinstance(x, str)}
+def _index_stored_names(names: list[Any]) -> list[str]:
+    """Stored names of the index levels: the user's name when it is a str, else ArcticDB's
+    Arrow names (``__index__`` for one level, ``__index_level_<i>__`` for a MultiIndex)."""
     out: list[str] = []
     for i, name in enumerate(names):
-        if isinstance(name, str) and name and name not in out:
+        if isinstance(name, str) and name:
             cand = name
-        elif i == 0 and "index" not in data_str:
-            cand = "index"
         else:
-            cand = f"__index_level_{i}__"
+            cand = "__index__" if len(names) == 1 else f"__index_level_{i}__"
         base, k = cand, 1
         while cand in out:
             cand, k = f"{base}__{k}", k + 1
@@ -263,7 +261,7 @@ def _normalize_frame(df: pd.DataFrame) -> tuple[pa.Table, NormMeta]:
         raise ArcticDbNotYetImplemented(f"MultiIndex column are not supported yet; {_PICKLE}")
     labels = list(df.columns)
     index_arrays, ifields = _index_to_arrow(df.index, len(df))
-    index_cols = _index_stored_names(list(ifields["index_names"]), labels) if index_arrays else []
+    index_cols = _index_stored_names(list(ifields["index_names"])) if index_arrays else []
     names = _data_stored_names(labels, index_cols)
     arrays, hints = [], []
     for label, col in df.items():
@@ -285,7 +283,7 @@ def _normalize_frame(df: pd.DataFrame) -> tuple[pa.Table, NormMeta]:
 
 def _normalize_series(s: pd.Series) -> tuple[pa.Table, NormMeta]:
     index_arrays, ifields = _index_to_arrow(s.index, len(s))
-    index_cols = _index_stored_names(list(ifields["index_names"]), [s.name]) if index_arrays else []
+    index_cols = _index_stored_names(list(ifields["index_names"])) if index_arrays else []
     names = _data_stored_names([s.name], index_cols, none_name="0")
     arr, hint = pandas_to_arrow(s, s.name)
     meta = NormMeta(

@@ -30,13 +30,16 @@ _INDEX_WORDS = {
 }
 
 
-def _check_kinds(old: NormMeta, new: NormMeta, stored_rows: int | None) -> None:
+def _check_object_kind(old: NormMeta, new: NormMeta) -> None:
     same_kind = old.kind == new.kind or {old.kind, new.kind} <= _FRAME_KINDS
     if not same_kind:
         raise NormalizationException(
             f"E_INCOMPATIBLE_OBJECTS Cannot combine a {new.kind} with the stored {old.kind}; "
             "write the same kind of object (DataFrame, Series, ndarray) as the stored version"
         )
+
+
+def _check_index(old: NormMeta, new: NormMeta, stored_rows: int | None) -> None:
     ok, nk = old.index_kind, new.index_kind
     if not (ok == nk or {ok, nk} <= _ROWCOUNT):
         raise NormalizationException(
@@ -125,6 +128,7 @@ def common_schema(
     *,
     dynamic: bool,
     stored_rows: int | None = None,
+    new_rows: int | None = None,
 ) -> pa.Schema | None:
     """Check that new data may be appended to / update a stored symbol; unify the schemas.
 
@@ -139,6 +143,9 @@ def common_schema(
     stored_rows : int, optional
         Row count of the stored version; needed to check that a RangeIndex append is
         contiguous (skipped when ``None``).
+    new_rows : int, optional
+        Row count of the new data. ``0`` accepts the append whatever its index kind and
+        columns (ArcticDB does; the caller still writes a version) and returns ``None``.
 
     Returns
     -------
@@ -160,14 +167,17 @@ def common_schema(
     SchemaException
         Dynamic schema: a column's types have no common type (str vs number, bool vs number).
     """
-    _check_kinds(old, new, stored_rows)
+    _check_object_kind(old, new)
+    if new_rows == 0:
+        return None  # ArcticDB accepts an empty append whatever its index and columns
+    _check_index(old, new, stored_rows)
     old_f, new_f = _fields(old, old_schema), _fields(new, new_schema)
     index_fields = [f for f in old_schema if f.name in set(old.index_columns)]
     new_index = {f.name: f for f in new_schema if f.name in set(new.index_columns)}
     if not dynamic:
-        if old.columns == () and old.index_kind == "datetime" and not old_f:
-            pass  # a stored empty frame takes any columns (ArcticDB's empty type)
-        elif [(n, u, t, h) for n, u, t, h in old_f] != [(n, u, t, h) for n, u, t, h in new_f]:
+        if len(old_f) != len(new_f) or not all(
+            _static_compatible(a, b) for a, b in zip(old_f, new_f, strict=True)
+        ):
             _raise_mismatch(old_f, new_f)
         for f in index_fields:
             g = new_index.get(f.name)
@@ -176,14 +186,12 @@ def common_schema(
                     f"The index column {f.name!r} has type {g.type} in the new data but {f.type} "
                     "in the stored data; cast the index to match"
                 )
-        out = (
-            pa.schema([*index_fields, *(pa.field(n, t) for n, _, t, _ in new_f)])
-            if old.columns == () and not old_f
-            else None
-        )
-        if out is None and _plain(old_schema) == _plain(new_schema):
-            return None
-        return out if out is not None else _plain(new_schema)
+        fields = [
+            pa.field(n, _unify_type(u, ta, tb))
+            for (n, u, ta, _), (_, _, tb, _) in zip(old_f, new_f, strict=True)
+        ]
+        out = pa.schema([*index_fields, *fields])
+        return None if out == _plain(old_schema) and out == _plain(new_schema) else out
     unified_index = []
     for f in index_fields:
         g = new_index.get(f.name)
@@ -207,6 +215,45 @@ def common_schema(
             fields.append(pa.field(n, t))
     out = pa.schema([*unified_index, *fields])
     return None if out == _plain(new_schema) and out == _plain(old_schema) else out
+
+
+def _logical_hint(typ: pa.DataType, hint: str) -> str:
+    """The part of a hint that matters for static-schema equality.
+
+    Whether a string column's missing values were None or NaN, and whether an all-missing
+    column was typed, do not change its dtype (ArcticDB stores both as a string column)."""
+    base = hint.partition(":")[0]
+    if base == "object" and (
+        pa.types.is_null(typ)
+        or pa.types.is_string(typ)
+        or pa.types.is_large_string(typ)
+        or pa.types.is_binary(typ)
+        or pa.types.is_large_binary(typ)
+    ):
+        return ""
+    return base
+
+
+def _static_compatible(
+    a: tuple[str, Any, pa.DataType, str], b: tuple[str, Any, pa.DataType, str]
+) -> bool:
+    """Same column under static schema: same name and label, same dtype as ArcticDB sees it
+    (timestamps of any unit / tz are one type; an all-None column is a string column)."""
+    (na, ua, ta, ha), (nb, ub, tb, hb) = a, b
+    if na != nb or not _labels_equal(ua, ub):
+        return False
+    if _logical_hint(ta, ha) != _logical_hint(tb, hb):
+        return False
+    if ta == tb or (pa.types.is_timestamp(ta) and pa.types.is_timestamp(tb)):
+        return True
+    text = (pa.types.is_string, pa.types.is_large_string)
+    data = (pa.types.is_binary, pa.types.is_large_binary)
+    for kinds in (text, data):
+        if (pa.types.is_null(ta) and any(f(tb) for f in kinds)) or (
+            pa.types.is_null(tb) and any(f(ta) for f in kinds)
+        ):
+            return True
+    return False
 
 
 def _plain(schema: pa.Schema) -> pa.Schema:
@@ -254,7 +301,8 @@ def common_meta(old: NormMeta, new: NormMeta, schema: pa.Schema | None) -> NormM
     Returns
     -------
     NormMeta
-        ``old``'s kind, index and RangeIndex start, with the newest write's tz, and the
+        ``old``'s kind, index and RangeIndex start, with the newest write's tz (and the
+        finer of the two index units), and the
         columns of ``schema`` (labels and hints from ``new`` where it has the column, else from
         ``old``).
     """
@@ -268,9 +316,14 @@ def common_meta(old: NormMeta, new: NormMeta, schema: pa.Schema | None) -> NormM
         src = new if c in new.columns else old
         users.append(src.user_label(c))
         hints.append(src.hint(c))
+    units = ["s", "ms", "us", "ns"]
+    same_index = new.index_kind == old.index_kind
     return dataclasses.replace(
         old,
-        tz=new.tz if new.index_kind == old.index_kind else old.tz,
+        tz=new.tz if same_index else old.tz,
+        index_unit=max(old.index_unit, new.index_unit, key=units.index)
+        if same_index
+        else old.index_unit,
         columns=tuple(cols),
         user_columns=tuple(users),
         column_hints=tuple(hints),

@@ -302,11 +302,11 @@ def test_stored_layout_datetime_index_tz():
         index=pd.DatetimeIndex(["2024-01-01 12:00", "2024-01-02"], tz="America/New_York"),
     )
     table, meta = normalize(df)
-    assert table.column_names == ["index", "x"]
-    assert table.schema.field("index").type == pa.timestamp("ns")  # naive, UTC instants
-    assert table.column("index")[0].as_py() == datetime.datetime(2024, 1, 1, 17, 0)
+    assert table.column_names == ["__index__", "x"]  # ArcticDB's Arrow name for an unnamed index
+    assert table.schema.field("__index__").type == pa.timestamp("ns")  # naive, UTC instants
+    assert table.column("__index__")[0].as_py() == datetime.datetime(2024, 1, 1, 17, 0)
     assert meta.tz == "America/New_York" and meta.index_kind == "datetime"
-    assert meta.index_columns == ("index",)
+    assert meta.index_columns == ("__index__",)
 
 
 def test_stored_layout_range_index_has_no_column():
@@ -323,15 +323,16 @@ def test_stored_layout_range_index_has_no_column():
 
 def test_stored_names_unique_strings():
     df = pd.DataFrame(
-        [[1, 2, 3, 4, 5]], columns=["a", "a", 0, "0", "index"], index=pd.DatetimeIndex(["2024"])
+        [[1, 2, 3, 4, 5]], columns=["a", "a", 0, "0", "__index__"], index=pd.DatetimeIndex(["2024"])
     )
     table, meta = normalize(df)
     assert len(set(table.column_names)) == table.num_columns
     assert all(isinstance(n, str) for n in table.column_names)
-    assert meta.user_columns == ("a", "a", 0, "0", "index")
-    assert "index" in meta.columns  # the data column keeps its name; the index is renamed
-    assert meta.index_columns[0] != "index"
-    assert meta.columns[3] == "0" and meta.columns[4] == "index"
+    assert meta.user_columns == ("a", "a", 0, "0", "__index__")
+    assert meta.index_columns == ("__index__",)  # the index keeps ArcticDB's name
+    assert meta.columns[3] == "0" and meta.columns[4] != "__index__"
+    assert meta.columns[2] not in ("0", "a") and meta.columns[1] != "a"
+    assert list(denormalize(table, meta).columns) == list(df.columns)
 
 
 def test_numeric_columns_are_zero_copy():
@@ -433,9 +434,9 @@ def test_polars_output():
     table, meta = normalize(df)
     out = denormalize(table, meta, output_format="polars")
     assert isinstance(out, pl.DataFrame)
-    assert out.columns == ["index", "x", "s", "c", "k"]
+    assert out.columns == ["__index__", "x", "s", "c", "k"]
     assert out["x"].to_list() == [1.5, 2.5] and out["s"].to_list() == ["a", None]
-    assert out["index"].dtype == pl.Datetime("ns", "UTC")
+    assert out["__index__"].dtype == pl.Datetime("ns", "UTC")
 
 
 def test_ndarray_output_formats():
@@ -622,7 +623,48 @@ def test_index_kind_mismatch():
     # an empty DataFrame is written with a DatetimeIndex, as in ArcticDB
     with pytest.raises(NormalizationException):
         _check(pd.DataFrame(), pd.DataFrame({"a": [1]}))
-    assert _check(pd.DataFrame(), df_at("2024", a=[1])) is not None
+    with pytest.raises(StreamDescriptorMismatch):  # ArcticDB 6.28: no columns to match
+        _check(pd.DataFrame(), df_at("2024", a=[1]))
+    empty_with_column = pd.DataFrame({"a": pd.Series([], dtype="int64")})
+    assert _check(empty_with_column, df_at("2024", a=[1])) is None
+
+
+def test_empty_append_accepted_whatever_its_index():
+    (om, os_), (nm, ns) = _n(pd.DataFrame({"a": [1]})), _n(pd.DataFrame())
+    assert common_schema(om, os_, nm, ns, dynamic=False, new_rows=0) is None
+    with pytest.raises(NormalizationException):  # but not another kind of object
+        (sm, ss) = _n(pd.Series([], dtype="int64"))
+        common_schema(om, os_, sm, ss, dynamic=False, new_rows=0)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            {"t": pd.date_range("2020", periods=1)},
+            {"t": pd.date_range("2021", periods=1, unit="us")},
+        ),
+        ({"s": [None]}, {"s": ["a"]}),
+        ({"s": ["a"]}, {"s": [None]}),
+        ({"s": ["a", np.nan]}, {"s": ["b", None]}),
+        (
+            {"t": pd.date_range("2020", periods=1, tz="UTC")},
+            {"t": pd.date_range("2020", periods=1, tz="Asia/Tokyo")},
+        ),
+    ],
+)
+def test_static_compatible_like_arcticdb(old, new):
+    """Differences ArcticDB does not see: datetime units / tz, None vs NaN, all-None columns."""
+    o, n = df_at("2024", **old), df_at("2025", **new)
+    schema = _check(o, n)
+    (om, _), (nm, _) = _n(o), _n(n)
+    merged = common_meta(om, nm, schema)
+    assert merged.columns == om.columns
+
+
+def test_static_str_onto_bytes_mismatch():
+    with pytest.raises(StreamDescriptorMismatch):
+        _check(df_at("2024", s=[b"a"]), df_at("2025", s=["a"]))
 
 
 def test_object_kind_mismatch():
@@ -645,7 +687,7 @@ def test_dynamic_new_columns_and_widening():
     old = df_at("2024", a=np.array([1], "int32"), b=[1.5], s=["x"])
     new = df_at("2025", c=[True], a=np.array([2], "int64"), s=["y"])
     schema = _check(old, new, dynamic=True)
-    assert schema.names == ["index", "a", "b", "s", "c"]
+    assert schema.names == ["__index__", "a", "b", "s", "c"]
     assert schema.field("a").type == pa.int64() and schema.field("c").type == pa.bool_()
     (om, _), (nm, _) = _n(old), _n(new)
     merged = common_meta(om, nm, schema)
