@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow as pa
 
 from arcticlite.format._enc_bitpack import bit_width, pack, packed_words
 from arcticlite.format._enc_spec import (
@@ -53,7 +54,12 @@ MAX_DEPTH = 3
 MODE_BITPACK = 0
 MODE_NARROW = 1
 MODE_SPLIT = 2
+#: Flag or-ed into a mode: no dictionary below this point (dictionary values and codes).
+NO_DICT = 4
+_MODE_MASK = 3
 SAMPLE_RUNS = 16
+#: Size of the strided sample used to estimate the number of distinct values.
+CARD_SAMPLE = 1024
 RUN_LEN = 64
 #: Below this many values bit-packing is not used (its per-call overhead dominates).
 SMALL = 1024
@@ -65,7 +71,7 @@ Estimator = Callable[[np.ndarray, int, int, bool], float]
 
 def encode_plain(x: np.ndarray) -> bytes:
     """Encode ``x`` as PLAIN (id byte, then the raw little-endian values)."""
-    return bytes((PLAIN,)) + x.tobytes()
+    return bytes((PLAIN,)) + memoryview(np.ascontiguousarray(x)).cast("B")
 
 
 def _sample(x: np.ndarray) -> np.ndarray:
@@ -98,7 +104,7 @@ def _for_stats(s: np.ndarray) -> tuple[int, int, int]:
 
 def _for_size(n: int, width: int, mode: int) -> float:
     narrow = n * _narrow_bytes(width)
-    if mode == MODE_BITPACK and n >= SMALL:
+    if mode & _MODE_MASK == MODE_BITPACK and n >= SMALL:
         return FOR_HDR.size + min(narrow, 8 * packed_words(n, width))
     return FOR_HDR.size + narrow
 
@@ -139,7 +145,8 @@ def _est_rle(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     row_ends = (flat_starts // s.shape[1] + 1) * s.shape[1]
     lengths = (np.minimum(ends, row_ends) - flat_starts).astype(U32)
     values = s.reshape(-1)[flat_starts]
-    n_runs = max(1, int(n * runs / s.size))
+    # row starts are not real run boundaries: scale the interior changes only
+    n_runs = max(1, int(n * (int(change.sum()) + 1) / s.size))
     return (
         NESTED_HDR.size
         + estimate(values.reshape(1, -1), n_runs, depth + 1, mode)
@@ -147,18 +154,35 @@ def _est_rle(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     )
 
 
-def _est_dict(s: np.ndarray, n: int, depth: int, mode: int) -> float:
+def _cardinality(x: np.ndarray) -> int:
+    """Estimate the number of distinct values of ``x`` from a strided sample (GEE estimator).
+
+    ``sqrt(n / m) * f1 + (d - f1)``: ``f1`` sample values seen once, ``d`` distinct in the
+    sample of ``m``. Unlike the run sample, a strided sample is not fooled by clustering.
+    """
+    n = len(x)
+    step = max(1, n // CARD_SAMPLE)
+    xs = x[::step]
+    _, counts = np.unique(xs, return_counts=True)
+    f1 = int((counts == 1).sum())
+    return min(n, int(math.sqrt(n / len(xs)) * f1) + len(counts) - f1)
+
+
+def _est_dict(s: np.ndarray, n: int, depth: int, mode: int, card: int | None = None) -> float:
     m = s.size
     uniq, inv = np.unique(s.reshape(-1), return_inverse=True)
     nd = len(uniq)
     if nd * 2 > m:
         return _INF
     nd_full = min(n, max(nd, int(nd * (n / m) * (nd / m))))
+    if card is not None:
+        nd_full = max(nd, card)
     codes = inv.astype(U32).reshape(s.shape)
-    codes_est = estimate(codes, n, depth + 1, mode)
+    codes_est = estimate(codes, n, depth + 1, mode | NO_DICT)
     if nd_full > nd:
         codes_est *= bit_width(nd_full - 1) / max(1, bit_width(nd - 1))
-    return NESTED_HDR.size + codes_est + estimate(uniq.reshape(1, -1), nd_full, depth + 1, mode)
+    dict_est = estimate(uniq.reshape(1, -1), nd_full, depth + 1, mode | NO_DICT)
+    return NESTED_HDR.size + codes_est + dict_est
 
 
 def find_exponent(xf: np.ndarray) -> tuple[int, float]:
@@ -222,6 +246,16 @@ _INT_SCHEMES: dict[str, Estimator] = {
     "dict": _est_dict,
 }
 _FLOAT_SCHEMES: dict[str, Estimator] = {"rle": _est_rle, "dict": _est_dict}
+_NO_DICT_SCHEMES = {k: v for k, v in _INT_SCHEMES.items() if k != "dict"}
+_LAST_LEVEL: dict[str, Estimator] = {"for": _est_for}
+
+
+def _schemes(depth: int, mode: int) -> dict[str, Estimator]:
+    if depth >= MAX_DEPTH:
+        return _LAST_LEVEL
+    if mode & NO_DICT or depth >= 2:
+        return _NO_DICT_SCHEMES
+    return _INT_SCHEMES
 
 
 def estimate(s: np.ndarray, n: int, depth: int, mode: int) -> float:
@@ -229,8 +263,7 @@ def estimate(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     if s.size == 0:
         return 1.0
     best = min(_est_plain(s, n, depth, mode), _est_constant(s, n, depth, mode))
-    schemes = _INT_SCHEMES if depth < MAX_DEPTH else {"for": _est_for}
-    for est in schemes.values():
+    for est in _schemes(depth, mode).values():
         best = min(best, est(s, n, depth, mode))
     return best
 
@@ -263,9 +296,13 @@ def rank_schemes(
         schemes = _FLOAT_SCHEMES
     else:
         ranked = []
-        schemes = _INT_SCHEMES if depth < MAX_DEPTH else {"for": _est_for}
+        schemes = _schemes(depth, mode)
     for name, est in schemes.items():
-        ranked.append((est(s, n, depth, mode), name))
+        if name == "dict":
+            card = _cardinality(x)
+            ranked.append((_est_dict(s, n, depth, mode, card) if 2 * card <= n else _INF, name))
+        else:
+            ranked.append((est(s, n, depth, mode), name))
     ranked.append((_est_plain(s, n, depth, mode), "plain"))
     ranked = [r for r in ranked if r[0] < _INF]
     ranked.sort(key=lambda r: r[0])
@@ -300,11 +337,16 @@ def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
     width = bit_width(rng // g)
     nb = _narrow_bytes(width)
     base = mn & _MASK64
-    if mode == MODE_BITPACK and n >= SMALL and width and 8 * packed_words(n, width) < n * nb:
+    if (
+        mode & _MODE_MASK == MODE_BITPACK
+        and n >= SMALL
+        and width
+        and 8 * packed_words(n, width) < n * nb
+    ):
         payload = pack(r.astype(U64), width)
         return FOR_HDR.pack(BITPACK, width, base, g) + payload.tobytes()
     narrow = r.astype(f"<u{nb}")
-    if mode == MODE_SPLIT and nb > 1:
+    if mode & _MODE_MASK == MODE_SPLIT and nb > 1:
         planes = narrow.view(np.uint8).reshape(n, nb).T
         return FOR_HDR.pack(SPLIT, nb, base, g) + planes.tobytes()
     return FOR_HDR.pack(NARROW, nb, base, g) + narrow.tobytes()
@@ -330,12 +372,40 @@ def _enc_rle(x: np.ndarray, depth: int, mode: int) -> bytes:
     )
 
 
+def dictionary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(sorted distinct values, uint32 codes)`` of integer array ``x``.
+
+    Small value ranges use a lookup table (O(n)); others hash with Arrow's
+    ``dictionary_encode`` and sort the (small) dictionary afterwards.
+    """
+    n = len(x)
+    mn = int(x.min())
+    rng = int(x.max()) - mn
+    ud = unsigned_of(x.dtype)
+    if rng < max(4 * n, 1 << 16) and rng < (1 << 26):
+        base = np.array(mn & ((1 << (8 * x.dtype.itemsize)) - 1), dtype=ud)
+        off = (x.view(ud) - base).astype(np.intp)
+        present = np.zeros(rng + 1, dtype=bool)
+        present[off] = True
+        lut = np.cumsum(present, dtype=np.int64) - 1
+        uniq = (np.flatnonzero(present).astype(ud) + base).view(x.dtype)
+        return uniq, lut[off].astype(U32)
+    enc = pa.array(x).dictionary_encode()
+    values = enc.dictionary.to_numpy()
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(len(order), dtype=U32)
+    rank[order] = np.arange(len(order), dtype=U32)
+    return values[order].astype(x.dtype), rank[enc.indices.to_numpy()]
+
+
 def _enc_dict(x: np.ndarray, depth: int, mode: int) -> bytes:
-    uniq, inv = np.unique(x, return_inverse=True)
-    dblob = encode_array(uniq, depth + 1, mode)
+    uniq, inv = dictionary(x)
+    dblob = encode_array(uniq, depth + 1, mode | NO_DICT)
     codes = inv.astype(U32).reshape(-1)
     return (
-        NESTED_HDR.pack(DICT, len(uniq), len(dblob)) + dblob + encode_array(codes, depth + 1, mode)
+        NESTED_HDR.pack(DICT, len(uniq), len(dblob))
+        + dblob
+        + encode_array(codes, depth + 1, mode | NO_DICT)
     )
 
 
@@ -363,7 +433,8 @@ _ENCODERS: dict[str, Callable[[np.ndarray, int, bool], bytes]] = {
 }
 
 
-def _is_constant(x: np.ndarray) -> bool:
+def is_constant(x: np.ndarray) -> bool:
+    """Return whether every value of the non-empty array ``x`` equals the first."""
     return bool((x == x[0]).all())
 
 
@@ -395,16 +466,16 @@ def encode_candidates(
     plain_len = 1 + n * x.dtype.itemsize
     if n == 0 or n == 1:
         return [encode_plain(x)]
-    if _is_constant(x):
+    if is_constant(x):
         return [bytes((CONSTANT,)) + x[:1].tobytes()]
     out: list[bytes] = []
     ranked = rank_schemes(x, depth, mode, floats)
     chosen = ranked[:top]
-    if top > 1 and mode != MODE_BITPACK:
+    if top > 1 and mode & _MODE_MASK != MODE_BITPACK:
         # estimates ignore the general-purpose compressor that follows: be generous
         chosen = [r for r in ranked[: top + 1] if r[0] <= 1.5 * ranked[0][0]] or chosen
-    for _, name in chosen:
-        if name == "plain":
+    for est, name in chosen:
+        if name == "plain" or est >= plain_len:
             continue
         if name == "decimal":
             assert floats is not None

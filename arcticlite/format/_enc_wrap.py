@@ -69,7 +69,10 @@ def compress_best(variants: list[bytes]) -> bytes:
     bytes
         The chosen blob.
     """
-    unique = sorted(dict.fromkeys(variants), key=len)
+    unique: list[bytes] = []
+    for v in sorted(variants, key=len):
+        if not any(len(u) == len(v) and u == v for u in unique):
+            unique.append(v)
     best = unique[0]
     best_source = None
     tried: list[tuple[int, bytes]] = []

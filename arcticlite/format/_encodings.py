@@ -84,6 +84,7 @@ from arcticlite.format._enc_select import (
     MODE_SPLIT,
     encode_candidates,
     encode_plain,
+    is_constant,
 )
 from arcticlite.format._enc_spec import (
     BITPACK,
@@ -164,14 +165,19 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
         return encode_plain(x)
     floats = x if x.dtype.kind == "f" else None
     xi = x.view(unsigned_of(x.dtype)) if floats is not None else x
-    variants = encode_candidates(xi, 0, MODE_BITPACK, floats, top=2)
-    if allow_compression and variants[0][0] != CONSTANT:
-        for mode in (MODE_NARROW, MODE_SPLIT):
-            variants += encode_candidates(xi, 0, mode, floats, top=2)
-        if 2 * min(len(v) for v in variants) > x.nbytes:
-            variants.append(encode_plain(x))
+    if is_constant(xi):
+        return bytes((CONSTANT,)) + xi[:1].tobytes()
+    variants = encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)
+    if not allow_compression:
+        return variants[0]
+    if variants[0][0] == PLAIN:
+        # nothing lightweight beats plain here, nor will the byte-aligned modes
         return compress_best(variants)
-    return min(variants, key=len)
+    for mode in (MODE_NARROW, MODE_SPLIT):
+        variants += encode_candidates(xi, 0, mode, floats, top=2)
+    if 2 * min(len(v) for v in variants) > x.nbytes:
+        variants.append(encode_plain(x))
+    return compress_best(variants)
 
 
 def _check_out(out: np.ndarray | None, dtype: np.dtype, count: int) -> np.ndarray:
