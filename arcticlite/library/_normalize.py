@@ -256,6 +256,38 @@ def _columns_dtype(columns: pd.Index) -> str:
     return str(columns.dtype) if isinstance(columns.dtype, np.dtype) else "object"
 
 
+_TRANSPOSE_ROWS = 1 << 16
+_DENSE_KINDS = frozenset("iu")
+
+
+def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
+    """Contiguous copies of the columns of row-major numeric blocks, by column position.
+
+    A frame built from a 2-D ndarray keeps it row-major, so each column is a strided view and
+    Arrow must gather it; gathering column by column reads the whole block once per column.
+    A transpose in row blocks of 64k rows reads it once. Other frames return ``{}``.
+    """
+    out: dict[int, np.ndarray] = {}
+    blocks = getattr(getattr(df, "_mgr", None), "blocks", ())  # private pandas API: optional
+    for blk in blocks:
+        values = getattr(blk, "values", None)
+        if (
+            not isinstance(values, np.ndarray)
+            or values.ndim != 2
+            or values.shape[0] < 2
+            or values.flags.c_contiguous
+            or not (values.dtype.kind in _DENSE_KINDS or values.dtype in (np.float32, np.float64))
+        ):
+            continue
+        k, n = values.shape
+        dense = np.empty((k, n), values.dtype)
+        for r in range(0, n, _TRANSPOSE_ROWS):  # blocks of rows, not rows
+            dense[:, r : r + _TRANSPOSE_ROWS] = values[:, r : r + _TRANSPOSE_ROWS]
+        for j, pos in enumerate(blk.mgr_locs.as_array):
+            out[int(pos)] = dense[j]
+    return out
+
+
 def _normalize_frame(df: pd.DataFrame) -> tuple[pa.Table, NormMeta]:
     if isinstance(df.columns, pd.MultiIndex):
         raise ArcticDbNotYetImplemented(f"MultiIndex column are not supported yet; {_PICKLE}")
@@ -263,9 +295,13 @@ def _normalize_frame(df: pd.DataFrame) -> tuple[pa.Table, NormMeta]:
     index_arrays, ifields = _index_to_arrow(df.index, len(df))
     index_cols = _index_stored_names(list(ifields["index_names"])) if index_arrays else []
     names = _data_stored_names(labels, index_cols)
+    dense = _dense_numeric_columns(df)
     arrays, hints = [], []
-    for label, col in df.items():
-        arr, hint = pandas_to_arrow(col, label)
+    for pos, (label, col) in enumerate(df.items()):
+        if pos in dense:
+            arr, hint = pa.array(dense[pos]), ""
+        else:
+            arr, hint = pandas_to_arrow(col, label)
         arrays.append(arr)
         hints.append(hint)
     meta = NormMeta(

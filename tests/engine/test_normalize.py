@@ -342,6 +342,15 @@ def test_numeric_columns_are_zero_copy():
     assert table.column("x").chunk(0).buffers()[1].address == df["x"].to_numpy().ctypes.data
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8", "int16"])
+def test_frame_from_row_major_2d_array(dtype):
+    """Row-major blocks are transposed in row blocks; values and labels must survive."""
+    a = (np.arange(200_003 * 3) % 97).astype(dtype).reshape(-1, 3)
+    df = pd.DataFrame(a, index=pd.date_range("2024", periods=len(a), freq="s"))
+    df["extra"] = "x"
+    assert_same(roundtrip(df), df)
+
+
 def test_user_to_stored_storage_order_and_unknown_dropped():
     df = pd.DataFrame([[1, 2, 3, 4]], columns=["a", 0, "b", "a"])
     _, meta = normalize(df)
