@@ -490,6 +490,8 @@ class LibraryCore:
             leaves = np.zeros(0, dtype=ROW_DTYPE)
         else:
             leaves = self._index_for(sym).leaves(root, row_range=rr, index_range=ir)
+        if self._options.dynamic_schema:
+            leaves = widen_dynamic_leaves(leaves, len(schema.names) - n_index)
         table = read_segments(self._store, self._keys, sym, leaves, schema, n_index, wanted, rr,
                               dynamic=self._options.dynamic_schema)
         if ir is not None and table.num_rows:
@@ -657,6 +659,19 @@ class LibraryCore:
         except NoSuchVersionException:
             return
         self._cleanup(sym, killed)  # type: ignore[attr-defined]
+
+
+def widen_dynamic_leaves(leaves: np.ndarray, n_data: int) -> np.ndarray:
+    """Under dynamic schema a segment's column range counts its own columns, not their
+    positions in the grown stored schema (a column added by a later append sits past the
+    range of the segment that holds it): let every segment offer every stored column, the
+    reader picks the ones the segment has and backfills the rest."""
+    if len(leaves) == 0:
+        return leaves
+    out = leaves.copy()
+    out["start_col"] = 0
+    out["end_col"] = np.maximum(out["end_col"], n_data)
+    return out
 
 
 def _max_live(dead: tuple[tuple[int, int], ...], upto: int) -> int | None:

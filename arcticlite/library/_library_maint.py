@@ -16,7 +16,7 @@ import numpy as np
 
 from arcticlite.exceptions import CommitConflictError, InternalException
 from arcticlite.index._tindex import EMPTY_ROOT
-from arcticlite.library._library import LibraryCore, check_symbol
+from arcticlite.library._library import LibraryCore, check_symbol, widen_dynamic_leaves
 from arcticlite.library._segments import read_segments, write_segments
 from arcticlite.library._types import VersionedItem
 from arcticlite.version._records import VersionRecord
@@ -133,6 +133,8 @@ class MaintenanceMixin(LibraryCore):
         rewritten: dict[tuple[int, int], np.ndarray] = {}
         for a, b in plan.runs:
             run_leaves = leaves[(leaves["start_row"] >= a) & (leaves["end_row"] <= b)]
+            if self._options.dynamic_schema:
+                run_leaves = widen_dynamic_leaves(run_leaves, len(schema.names) - n_index)
             table = read_segments(self._store, self._keys, sym, run_leaves, schema, n_index,
                                   schema.names[n_index:], (a, b), dynamic=self._options.dynamic_schema)
             rewritten[(a, b)] = write_segments(self._store, self._keys, sym, table, layout, start_row=a,
