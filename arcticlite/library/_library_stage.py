@@ -7,6 +7,7 @@ commits one version whose index points at the staged segments: no data is copied
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -69,7 +70,8 @@ class StageMixin(LibraryCore):
     def stage_segments(self, symbol: str, leaves: np.ndarray, meta: norm.NormMeta, schema: pa.Schema,
                        first: int | None, last: int | None, sorted_: str) -> StageResult:
         """Record already written segments as one staged entry (connector API)."""
-        token = uuid.uuid4().hex
+        # time first: listing order is staging order, which orders RangeIndex frames on finalize
+        token = f"{time.time_ns():020d}-{uuid.uuid4().hex[:16]}"
         key = self._keys.staged(symbol, token)
         mj = meta.to_json()
         header = {"norm": mj.decode() if isinstance(mj, bytes) else mj, "first": first, "last": last,
@@ -81,7 +83,7 @@ class StageMixin(LibraryCore):
         if stage_results is not None:
             keys = [k for r in stage_results for k in r.staged_keys if r.symbol == sym]
         else:
-            keys = list(self._store.list_keys(self._keys.staged_prefix(sym)))
+            keys = sorted(self._store.list_keys(self._keys.staged_prefix(sym)))
         out = []
         for k, raw in zip(keys, self._store.read_many(keys), strict=True):
             h, blob = unseal(raw, KIND_STAGED)

@@ -1,0 +1,163 @@
+"""Staged writes: stage / finalize_staged_data / sort_and_finalize_staged_data /
+delete_staged_data / get_staged_symbols (reference §2 "Staged data")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from enginehelpers import all_options, assert_frame_equal, frame, versions_of
+
+from arcticlite import Library, StagedDataFinalizeMethod, StageResult
+from arcticlite.exceptions import (
+    AppendOrderException,
+    ArcticInvalidApiUsageException,
+    ArcticUnsupportedDataTypeException,
+    SchemaException,
+    UnsortedDataException,
+    UserInputException,
+)
+
+
+def wide(n: int, start: str, base: int = 0) -> pd.DataFrame:
+    idx = pd.date_range(start, periods=n)
+    return pd.DataFrame({c: np.arange(base, base + n) + i for i, c in enumerate("abc")}, index=idx)
+
+
+@all_options
+def test_stage_and_finalize_write(lib: Library) -> None:
+    df = wide(7, "2024-01-01")
+    r2 = lib.stage("s", df.iloc[3:])  # staged out of order: finalize orders by index
+    r1 = lib.stage("s", df.iloc[:3])
+    assert isinstance(r1, StageResult) and isinstance(r2, StageResult)
+    assert lib.get_staged_symbols() == ["s"]
+    assert not lib.has_symbol("s") and lib.list_symbols() == []
+    item = lib.finalize_staged_data("s", metadata="m")
+    assert item.version == 0 and item.metadata == "m"
+    assert_frame_equal(lib.read("s").data, df)
+    assert lib.get_staged_symbols() == []
+    assert lib.list_symbols() == ["s"]
+
+
+@all_options
+def test_finalize_append(lib: Library) -> None:
+    df = wide(8, "2024-01-01")
+    lib.write("s", df.iloc[:4])
+    lib.stage("s", df.iloc[4:6])
+    lib.stage("s", df.iloc[6:])
+    item = lib.finalize_staged_data("s", mode=StagedDataFinalizeMethod.APPEND)
+    assert item.version == 1
+    assert_frame_equal(lib.read("s").data, df)
+    lib.stage("s", wide(1, "2024-02-01", base=9))
+    lib.finalize_staged_data("s", mode="APPEND")  # strings, case-insensitive
+    assert len(lib.read("s").data) == 9
+
+
+def test_finalize_modes_create_missing_symbol(lib: Library) -> None:
+    lib.stage("w", frame(2))
+    lib.finalize_staged_data("w", mode="write")
+    lib.stage("a", frame(2))
+    lib.finalize_staged_data("a", mode="append")
+    assert set(lib.list_symbols()) == {"w", "a"}
+    assert_frame_equal(lib.read("a").data, frame(2))
+
+
+def test_finalize_write_replaces(lib: Library) -> None:
+    lib.write("s", frame(5))
+    lib.stage("s", frame(2, start="2020-01-01", base=7))
+    lib.finalize_staged_data("s")
+    assert_frame_equal(lib.read("s").data, frame(2, start="2020-01-01", base=7))
+    assert versions_of(lib, "s") == [0, 1]
+
+
+def test_finalize_errors(lib: Library) -> None:
+    with pytest.raises(UserInputException):  # nothing staged
+        lib.finalize_staged_data("s")
+    lib.stage("s", frame(2))
+    with pytest.raises(ArcticInvalidApiUsageException):
+        lib.finalize_staged_data("s", mode="bogus")
+    assert lib.get_staged_symbols() == ["s"]
+    assert not lib.has_symbol("s")
+
+
+def test_overlapping_staged_data(lib: Library) -> None:
+    lib.stage("s", frame(3))
+    lib.stage("s", frame(3, start="2024-01-02", base=10))
+    with pytest.raises(UnsortedDataException):
+        lib.finalize_staged_data("s")
+    assert lib.get_staged_symbols() == ["s"]  # kept
+    assert not lib.has_symbol("s")
+    lib.sort_and_finalize_staged_data("s")
+    got = lib.read("s").data
+    assert got.index.is_monotonic_increasing
+    assert sorted(got["a"].tolist()) == [0, 1, 2, 10, 11, 12]
+    assert lib.get_staged_symbols() == []
+
+
+def test_sort_and_finalize_interleaved(lib: Library) -> None:
+    df = frame(10)
+    lib.stage("s", df.iloc[::2])
+    lib.stage("s", df.iloc[1::2])
+    lib.sort_and_finalize_staged_data("s", metadata="sorted")
+    assert_frame_equal(lib.read("s").data, df)
+    assert lib.read("s").metadata == "sorted"
+
+
+def test_finalize_append_before_last_row(lib: Library) -> None:
+    lib.write("s", frame(3))
+    lib.stage("s", frame(1, start="2023-01-01"))
+    with pytest.raises(UnsortedDataException):
+        lib.finalize_staged_data("s", mode="append")
+    assert lib.get_staged_symbols() == ["s"]
+    with pytest.raises(AppendOrderException):
+        lib.finalize_staged_data("s", mode="append", delete_staged_data_on_failure=True)
+    assert lib.get_staged_symbols() == []
+    assert versions_of(lib, "s") == [0]
+    assert_frame_equal(lib.read("s").data, frame(3))
+
+
+def test_finalize_schema_mismatch(lib: Library) -> None:
+    lib.stage("s", frame(1))
+    lib.stage("s", frame(1, start="2024-01-05", cols=("x",)))
+    with pytest.raises(SchemaException):
+        lib.finalize_staged_data("s")
+    assert not lib.has_symbol("s")
+    lib.write("t", frame(2))
+    lib.stage("t", frame(1, start="2024-02-01", cols=("zz",)))
+    with pytest.raises(SchemaException):
+        lib.finalize_staged_data("t", mode="append")
+    assert versions_of(lib, "t") == [0]
+
+
+def test_stage_validation(lib: Library) -> None:
+    with pytest.raises(UnsortedDataException):
+        lib.stage("s", frame(3).iloc[::-1])
+    with pytest.raises(ArcticUnsupportedDataTypeException):
+        lib.stage("s", [1, 2, 3])
+    assert lib.get_staged_symbols() == []
+    lib.stage("s", frame(3).iloc[::-1], sort_on_index=True)
+    lib.finalize_staged_data("s")
+    assert_frame_equal(lib.read("s").data, frame(3))
+
+
+def test_range_index_staged_in_staging_order(lib: Library) -> None:
+    for k in range(4):
+        lib.stage("r", pd.DataFrame({"a": [k, k]}))
+    lib.finalize_staged_data("r")
+    assert lib.read("r").data["a"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_delete_staged_data_and_stage_results(lib: Library) -> None:
+    r1 = lib.stage("s", frame(1))
+    r2 = lib.stage("s", frame(1, start="2024-01-05", base=5))
+    lib.stage("t", frame(1))
+    assert lib.get_staged_symbols() == ["s", "t"]
+    lib.finalize_staged_data("s", stage_results=[r2])
+    assert lib.read("s").data["a"].tolist() == [5]
+    assert lib.get_staged_symbols() == ["s", "t"]  # r1 is still staged
+    lib.delete_staged_data(r1)
+    assert lib.get_staged_symbols() == ["t"]
+    lib.delete_staged_data("t")
+    assert lib.get_staged_symbols() == []
+    with pytest.raises(UserInputException):
+        lib.finalize_staged_data("t")
