@@ -18,6 +18,8 @@ import numpy as np
 __all__ = ["bit_width", "pack", "packed_words", "unpack_into"]
 
 _U64 = np.dtype(np.uint64)
+#: Up to this many lanes, unpacking works on the whole (64, L) matrix at once.
+_SMALL_LANES = 2048
 
 
 def bit_width(max_value: int) -> int:
@@ -120,9 +122,27 @@ def unpack_into(
     base_u = np.uint64(base)
     factor_u = np.uint64(factor)
     mask = np.uint64((1 << width) - 1)
+    cast = "same_kind" if out_u.dtype == _U64 else "unsafe"
+    if lanes <= _SMALL_LANES:
+        # few lanes: a handful of whole-matrix operations beat 64 rounds of tiny calls
+        slot_bits = np.arange(64, dtype=np.int64) * width
+        words, shifts = slot_bits >> 6, (slot_bits & 63).astype(_U64)
+        vals = packed[words]
+        np.right_shift(vals, shifts[:, None], out=vals)
+        spill = np.flatnonzero(shifts + np.uint64(width) > 64)
+        if len(spill):
+            hi = packed[words[spill] + 1]
+            np.left_shift(hi, (np.uint64(64) - shifts[spill])[:, None], out=hi)
+            vals[spill] |= hi
+        if width < 64:
+            np.bitwise_and(vals, mask, out=vals)
+        flat = vals.reshape(-1)[:n]
+        if factor != 1:
+            np.multiply(flat, factor_u, out=flat)
+        np.add(flat, base_u, out=out_u, casting=cast)
+        return
     tmp = np.empty(lanes, dtype=_U64)
     tmp2 = np.empty(lanes, dtype=_U64)
-    cast = "same_kind" if out_u.dtype == _U64 else "unsafe"
     for j in range(64):
         lo = j * lanes
         if lo >= n:
