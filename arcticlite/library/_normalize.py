@@ -256,7 +256,8 @@ def _columns_dtype(columns: pd.Index) -> str:
     return str(columns.dtype) if isinstance(columns.dtype, np.dtype) else "object"
 
 
-_TRANSPOSE_ROWS = 1 << 16
+_TRANSPOSE_ROWS = 4096
+_TRANSPOSE_COLS = 256
 _DENSE_KINDS = frozenset("iu")
 
 
@@ -265,7 +266,7 @@ def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
 
     A frame built from a 2-D ndarray keeps it row-major, so each column is a strided view and
     Arrow must gather it; gathering column by column reads the whole block once per column.
-    A transpose in row blocks of 64k rows reads it once. Other frames return ``{}``.
+    A tiled transpose reads it once. Other frames return ``{}``.
     """
     out: dict[int, np.ndarray] = {}
     blocks = getattr(getattr(df, "_mgr", None), "blocks", ())  # private pandas API: optional
@@ -281,8 +282,10 @@ def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
             continue
         k, n = values.shape
         dense = np.empty((k, n), values.dtype)
-        for r in range(0, n, _TRANSPOSE_ROWS):  # blocks of rows, not rows
-            dense[:, r : r + _TRANSPOSE_ROWS] = values[:, r : r + _TRANSPOSE_ROWS]
+        for c in range(0, k, _TRANSPOSE_COLS):  # tiles of 4096 rows x 256 columns
+            for r in range(0, n, _TRANSPOSE_ROWS):
+                tile = (slice(c, c + _TRANSPOSE_COLS), slice(r, r + _TRANSPOSE_ROWS))
+                dense[tile] = values[tile]
         for j, pos in enumerate(blk.mgr_locs.as_array):
             out[int(pos)] = dense[j]
     return out
@@ -445,7 +448,7 @@ def _to_arrow(table: pa.Table, meta: NormMeta) -> pa.Table:
     table = _arrow_index_output(table, meta).replace_schema_metadata(None)
     if meta.kind in ("arrow", "polars"):
         index_present, data_present = _split(table, meta)
-        names = [*index_present, *(meta.user_label(n) for n in data_present)]
+        names = [*index_present, *meta.describe(data_present)[0]]
         table = table.select([*index_present, *data_present]).rename_columns(names)
         if index_present and meta.index_position and len(data_present) == len(meta.columns):
             order = list(range(1, table.num_columns))
@@ -508,11 +511,18 @@ def _datetime_index(col: pa.ChunkedArray, meta: NormMeta, name: Any) -> pd.Datet
     return idx
 
 
+_MAX_INSERTS = 64
+
+
 def _frame_from_table(
-    table: pa.Table, meta: NormMeta, data_names: list[str], index: pd.Index
+    table: pa.Table, data_names: list[str], hints: list[str], index: pd.Index
 ) -> pd.DataFrame:
-    """A DataFrame of the data columns (stored names), one consolidated copy for plain columns."""
-    hints = [meta.hint(n) for n in data_names]
+    """A DataFrame of the data columns (stored names as labels).
+
+    Columns without a hint go through one multi-threaded ``to_pandas`` into consolidated
+    blocks (one copy); hinted columns are converted one by one and inserted (or, when there
+    are many, assembled with the rest without consolidation, so the cost stays linear).
+    """
     plain = [n for n, h in zip(data_names, hints, strict=True) if not h]
     if plain:
         df = (
@@ -523,17 +533,23 @@ def _frame_from_table(
         df.index = index
     else:
         df = pd.DataFrame(index=index)
-    if len(plain) < len(data_names):
+    if len(plain) == len(data_names):
+        return df
+
+    def hinted(n: str, h: str) -> pd.Series:
+        values = arrow_to_pandas(table.column(n), h)
+        # a Series on the frame's own index: no alignment, no dtype inference
+        return pd.Series(values, index=df.index, dtype=values.dtype, copy=False)
+
+    if len(data_names) - len(plain) <= _MAX_INSERTS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pd.errors.PerformanceWarning)
             for pos, (n, h) in enumerate(zip(data_names, hints, strict=True)):
                 if h:
-                    values = arrow_to_pandas(table.column(n), h)
-                    # a Series with the frame's own index: no alignment, no dtype inference
-                    df.insert(
-                        pos, n, pd.Series(values, index=df.index, dtype=values.dtype, copy=False)
-                    )
-    return df
+                    df.insert(pos, n, hinted(n, h))
+        return df
+    cols = {n: (hinted(n, h) if h else df[n]) for n, h in zip(data_names, hints, strict=True)}
+    return pd.DataFrame(cols, index=df.index, copy=False)
 
 
 def denormalize(
@@ -584,12 +600,12 @@ def denormalize(
         name = meta.user_columns[0] if meta.user_columns else None
         if not data_names:
             return pd.Series(index=index, name=name, dtype="float64")
-        values = arrow_to_pandas(table.column(data_names[0]), meta.hint(data_names[0]))
+        values = arrow_to_pandas(table.column(data_names[0]), meta.describe(data_names[:1])[1][0])
         return pd.Series(values, index=index, name=name, copy=False)
     if meta.kind == "ndarray":
         return _ndarray_from_table(table, meta, data_names)
-    df = _frame_from_table(table, meta, data_names, index)
-    labels = [meta.user_label(n) for n in data_names]
+    labels, hints = meta.describe(data_names)
+    df = _frame_from_table(table, data_names, hints, index)
     try:
         columns = pd.Index(labels, dtype=meta.columns_dtype, name=meta.columns_name)
     except (TypeError, ValueError):
@@ -600,7 +616,11 @@ def denormalize(
 
 def _ndarray_from_table(table: pa.Table, meta: NormMeta, data_names: list[str]) -> np.ndarray:
     dtype = np.dtype(meta.dtype) if meta.dtype else None
-    cols = [np.asarray(arrow_to_pandas(table.column(n), meta.hint(n))) for n in data_names]
+    _, hints = meta.describe(data_names)
+    cols = [
+        np.asarray(arrow_to_pandas(table.column(n), h))
+        for n, h in zip(data_names, hints, strict=True)
+    ]
     if meta.shape is not None and len(meta.shape) == 1:
         out = cols[0] if cols else np.empty(0, dtype)
         return out.astype(dtype, copy=False) if dtype is not None else out

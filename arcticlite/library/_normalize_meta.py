@@ -172,6 +172,17 @@ class NormMeta:
         except ValueError:
             return stored
 
+    def describe(self, stored: list[str]) -> tuple[list[Any], list[str]]:
+        """User labels and hints of the data columns ``stored``, in one O(n) pass.
+
+        Columns this record does not know (added under dynamic schema) get their stored name
+        as label and no hint.
+        """
+        hints = self.column_hints or ("",) * len(self.columns)
+        info = dict(zip(self.columns, zip(self.user_columns, hints, strict=True), strict=True))
+        pairs = [info.get(n, (n, "")) for n in stored]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
     def user_to_stored(self, names: list[Any]) -> list[str]:
         """Map user column labels to stored names.
 

@@ -76,12 +76,10 @@ def _describe(typ: pa.DataType, hint: str) -> str:
 
 def _fields(meta: NormMeta, schema: pa.Schema) -> list[tuple[str, Any, pa.DataType, str]]:
     """(stored name, user label, arrow type, hint) of the data columns present in ``schema``."""
-    out = []
     index = set(meta.index_columns)
-    for f in schema:
-        if f.name not in index:
-            out.append((f.name, meta.user_label(f.name), f.type, meta.hint(f.name)))
-    return out
+    data = [f for f in schema if f.name not in index]
+    labels, hints = meta.describe([f.name for f in data])
+    return [(f.name, u, f.type, h) for f, u, h in zip(data, labels, hints, strict=True)]
 
 
 def _unify_type(name: Any, a: pa.DataType, b: pa.DataType) -> pa.DataType:
@@ -311,11 +309,15 @@ def common_meta(old: NormMeta, new: NormMeta, schema: pa.Schema | None) -> NormM
     else:
         index = set(old.index_columns)
         cols = tuple(f.name for f in schema if f.name not in index)
-    users, hints = [], []
-    for c in cols:
-        src = new if c in new.columns else old
-        users.append(src.user_label(c))
-        hints.append(src.hint(c))
+    old_info = dict(
+        zip(old.columns, zip(*old.describe(list(old.columns)), strict=True), strict=True)
+    )
+    new_info = dict(
+        zip(new.columns, zip(*new.describe(list(new.columns)), strict=True), strict=True)
+    )
+    pairs = [new_info.get(c) or old_info.get(c) or (c, "") for c in cols]
+    users = [p[0] for p in pairs]
+    hints = [p[1] for p in pairs]
     units = ["s", "ms", "us", "ns"]
     same_index = new.index_kind == old.index_kind
     return dataclasses.replace(
