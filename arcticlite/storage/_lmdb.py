@@ -218,7 +218,10 @@ class LmdbStore(KVStore):
         with self._handle_lock:
             handle = self._handle
             if handle is None or handle.pid != os.getpid():
-                os.makedirs(self.path, exist_ok=True)
+                try:
+                    os.makedirs(self.path, exist_ok=True)
+                except OSError as exc:
+                    raise _translate(exc, f"cannot create LMDB directory {self.path!r}") from exc
                 handle = _acquire(self.path, self.map_size)
                 self._handle = handle
             return handle

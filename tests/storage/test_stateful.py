@@ -36,4 +36,18 @@ def test_s3_store_matches_dict_model(s3_server: S3TestServer) -> None:
             bucket, prefix=f"example-{next(counter)}", endpoint_url=s3_server.endpoint_url
         )
 
-    run_state_machine(fresh, max_examples=15, steps=25)
+    run_state_machine(fresh, max_examples=12, steps=25)
+
+
+class _LastWriterWinsStore(MemoryStore):
+    """A broken store: its compare-and-swap ignores ``expected`` (ArcticDB's ref behaviour)."""
+
+    def compare_and_swap(self, key: str, expected: object, new: bytes) -> bool:  # type: ignore[override]
+        self.write(key, new)
+        return True
+
+
+@pytest.mark.memory
+def test_state_machine_catches_a_store_that_ignores_conditions() -> None:
+    with pytest.raises(AssertionError, match="compare_and_swap"):
+        run_state_machine(_LastWriterWinsStore, max_examples=60, steps=30)
