@@ -64,6 +64,7 @@ RUN_LEN = 64
 #: Below this many values bit-packing is not used (its per-call overhead dominates).
 SMALL = 1024
 _MASK64 = (1 << 64) - 1
+_U32_LIMIT = 1 << 32
 _INF = math.inf
 
 Estimator = Callable[[np.ndarray, int, int, bool], float]
@@ -79,7 +80,7 @@ def _sample(x: np.ndarray) -> np.ndarray:
     n = len(x)
     if n <= 2 * SAMPLE_RUNS * RUN_LEN:
         return x.reshape(1, n)
-    starts = np.linspace(0, n - RUN_LEN, SAMPLE_RUNS).astype(np.int64)
+    starts = np.arange(SAMPLE_RUNS) * (n - RUN_LEN) // (SAMPLE_RUNS - 1)
     return x[starts[:, None] + np.arange(RUN_LEN)]
 
 
@@ -161,8 +162,7 @@ def _cardinality(x: np.ndarray) -> int:
     sample of ``m``. Unlike the run sample, a strided sample is not fooled by clustering.
     """
     n = len(x)
-    step = max(1, n // CARD_SAMPLE)
-    xs = x[::step]
+    xs = x[:: max(1, n // CARD_SAMPLE)]
     _, counts = np.unique(xs, return_counts=True)
     f1 = int((counts == 1).sum())
     return min(n, int(math.sqrt(n / len(xs)) * f1) + len(counts) - f1)
@@ -263,7 +263,8 @@ def estimate(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     if s.size == 0:
         return 1.0
     best = min(_est_plain(s, n, depth, mode), _est_constant(s, n, depth, mode))
-    for est in _schemes(depth, mode).values():
+    # nested estimates look one cascade level deep; deeper levels are estimated as FOR
+    for est in (_schemes(depth, mode) if depth <= 1 else _LAST_LEVEL).values():
         best = min(best, est(s, n, depth, mode))
     return best
 
@@ -305,6 +306,8 @@ def rank_schemes(
             ranked.append((est(s, n, depth, mode), name))
     ranked.append((_est_plain(s, n, depth, mode), "plain"))
     ranked = [r for r in ranked if r[0] < _INF]
+    if n >= _U32_LIMIT:  # run lengths, codes and patch positions are uint32
+        ranked = [r for r in ranked if r[1] in ("for", "delta", "plain")]
     ranked.sort(key=lambda r: r[0])
     return ranked
 

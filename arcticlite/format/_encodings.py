@@ -12,8 +12,9 @@ Public API (the container in :mod:`arcticlite.format` codes against exactly this
 Encoding is chosen per call, BtrBlocks-style: a sample of 16 runs of 64 values spread over the
 array estimates the size of every scheme (recursing into the children of cascading schemes, at
 most 3 levels); the best is encoded for real and kept only if smaller than plain. At the top
-level two variants are built — with bit-packing, and byte-aligned (zstd-friendly) — and each is
-offered to ZSTD (and LZ4), which is kept only if it saves at least 10 %. Floats are verified
+level the three best estimates are encoded with bit-packing, and the two best again with
+byte-aligned widths stored as byte planes (what zstd models best); each is offered to ZSTD
+(levels 1 and 3) and LZ4, which are kept only if they save at least 10 %. Floats are verified
 bit-exact (NaN payloads, -0.0, inf): every value that does not round-trip is a patch.
 
 Byte-level specification
@@ -80,7 +81,6 @@ from arcticlite.format import _enc_binary as _bin
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
-    MODE_NARROW,
     MODE_SPLIT,
     encode_candidates,
     encode_plain,
@@ -173,8 +173,8 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
     if variants[0][0] == PLAIN:
         # nothing lightweight beats plain here, nor will the byte-aligned modes
         return compress_best(variants)
-    for mode in (MODE_NARROW, MODE_SPLIT):
-        variants += encode_candidates(xi, 0, mode, floats, top=2)
+    # byte-aligned widths as byte planes: what zstd models best (narrow == split at 1 byte)
+    variants += encode_candidates(xi, 0, MODE_SPLIT, floats, top=2)
     if 2 * min(len(v) for v in variants) > x.nbytes:
         variants.append(encode_plain(x))
     return compress_best(variants)
