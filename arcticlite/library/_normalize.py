@@ -253,7 +253,11 @@ def _table(
 
 
 def _columns_dtype(columns: pd.Index) -> str:
-    return str(columns.dtype) if isinstance(columns.dtype, np.dtype) else "object"
+    """dtype of ``DataFrame.columns`` as a string ``pandas_dtype`` parses back (tz included)."""
+    dtype = columns.dtype
+    if isinstance(dtype, np.dtype | pd.DatetimeTZDtype):
+        return str(dtype)
+    return "object"
 
 
 _TRANSPOSE_ROWS = 4096
@@ -444,11 +448,13 @@ def _arrow_index_output(table: pa.Table, meta: NormMeta) -> pa.Table:
     return table
 
 
-def _to_arrow(table: pa.Table, meta: NormMeta) -> pa.Table:
+def _to_arrow(table: pa.Table, meta: NormMeta, *, unique: bool = False) -> pa.Table:
     table = _arrow_index_output(table, meta).replace_schema_metadata(None)
     if meta.kind in ("arrow", "polars"):
         index_present, data_present = _split(table, meta)
         names = [*index_present, *meta.describe(data_present)[0]]
+        if unique and len(set(names)) != len(names):
+            names = table.column_names  # polars needs unique names: keep the stored ones
         table = table.select([*index_present, *data_present]).rename_columns(names)
         if index_present and meta.index_position and len(data_present) == len(meta.columns):
             order = list(range(1, table.num_columns))
@@ -591,7 +597,7 @@ def denormalize(
     if fmt is OutputFormat.PYARROW:
         return _to_arrow(table, meta)
     if fmt is OutputFormat.POLARS:
-        return _to_polars(_to_arrow(table, meta))
+        return _to_polars(_to_arrow(table, meta, unique=True))
     del row_offset  # reserved; see docstring
     nrows = table.num_rows
     _, data_names = _split(table, meta)

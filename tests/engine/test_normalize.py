@@ -538,6 +538,28 @@ def test_meta_json_roundtrip_exotic_labels():
     assert list(out.columns) == list(df.columns) and out.columns.name == 3
 
 
+def test_datetime_column_labels():
+    df = pd.DataFrame([[1, 2]], columns=pd.date_range("2024", periods=2, tz="Europe/Paris"))
+    assert_same(roundtrip(df), df)
+    df = pd.DataFrame([[1, 2]], columns=pd.date_range("2024", periods=2))
+    assert_same(roundtrip(df), df)
+
+
+def test_many_hinted_columns():
+    cols = {f"n{i}": pd.array([i, None], dtype="Int64") for i in range(80)}
+    cols["plain"] = [1.5, 2.5]
+    cols.update({f"s{i}": ["a", np.nan] for i in range(10)})
+    df = pd.DataFrame(cols, index=pd.DatetimeIndex(["2024-01-01", "2024-01-02"]))
+    assert_same(roundtrip(df), df)
+
+
+def test_polars_output_of_arrow_with_duplicate_names():
+    batch = pa.RecordBatch.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+    table, meta = normalize(batch)
+    out = denormalize(table, meta, output_format="polars")
+    assert out.columns == table.column_names and out.row(0) == (1, 2)
+
+
 def test_meta_refuses_newer_version():
     _, meta = normalize(pd.DataFrame({"x": [1]}))
     raw = json.loads(meta.to_json())
