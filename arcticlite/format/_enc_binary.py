@@ -12,6 +12,7 @@ from arcticlite.format._enc_select import (
     MODE_BITPACK,
     MODE_NARROW,
     MODE_SPLIT,
+    NO_DICT,
     encode_candidates,
 )
 from arcticlite.format._enc_spec import (
@@ -81,7 +82,7 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
             dblob = _encode_plain(np.diff(d_off), d_data, MODE_BITPACK)
             codes = enc.indices.to_numpy().astype(CODE_DTYPE)
             for mode in (MODE_BITPACK, MODE_NARROW, MODE_SPLIT):
-                cblob = encode_candidates(codes, 1, mode)[0]
+                cblob = encode_candidates(codes, 1, mode | NO_DICT)[0]
                 variants.append(
                     NESTED_HDR.pack(BINARY_DICT, len(dictionary), len(dblob)) + dblob + cblob
                 )

@@ -43,8 +43,15 @@ __all__ = [
     "MODE_BITPACK",
     "MODE_NARROW",
     "MODE_SPLIT",
+    "NO_DICT",
+    "decimal_split",
+    "dictionary",
     "encode_array",
+    "encode_candidates",
     "encode_plain",
+    "estimate",
+    "find_exponent",
+    "is_constant",
     "rank_schemes",
 ]
 
