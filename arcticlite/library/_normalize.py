@@ -46,6 +46,10 @@ __all__ = [
 ]
 
 _PICKLE = "use write_pickle to store arbitrary Python objects"
+_INDEX_RANGE = (
+    "The datetime index {name!r} has values outside 1677-09-21..2262-04-11: an index is "
+    "stored in nanoseconds. Store such dates in a column, or use another index"
+)
 
 
 class OutputFormat(enum.StrEnum):
@@ -123,7 +127,10 @@ def _datetime_to_arrow(idx: pd.DatetimeIndex) -> tuple[pa.Array, str | None, str
     """A DatetimeIndex as naive ``timestamp('ns')`` of UTC instants, plus its tz and unit."""
     unit = idx.unit
     tz = None if idx.tz is None else pa.lib.tzinfo_to_string(idx.tz)
-    ns = idx if unit == "ns" else idx.as_unit("ns")
+    try:
+        ns = idx if unit == "ns" else idx.as_unit("ns")
+    except (OverflowError, ValueError) as exc:  # pandas' OutOfBoundsDatetime is a ValueError
+        raise UserInputException(_INDEX_RANGE.format(name=idx.name)) from exc
     return pa.array(ns.asi8.view("M8[ns]")), tz, unit
 
 
@@ -409,7 +416,10 @@ def _normalize_arrow(
         ifields.update(
             index_kind="datetime", tz=idx.type.tz, index_unit=idx.type.unit, index_hints=("dt",)
         )
-        idx = idx.cast(pa.timestamp(idx.type.unit)).cast(pa.timestamp("ns"))
+        try:
+            idx = idx.cast(pa.timestamp(idx.type.unit)).cast(pa.timestamp("ns"))
+        except pa.ArrowInvalid as exc:
+            raise UserInputException(_INDEX_RANGE.format(name=index_column)) from exc
     else:
         ifields.update(index_kind="other", index_hints=("",))
     stored = _data_stored_names(data.column_names, [index_column])

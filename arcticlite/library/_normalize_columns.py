@@ -88,12 +88,14 @@ def pandas_to_arrow(
         Sparse, mixed-type / Decimal / dict / over-int64 object columns, object bools with
         missing values).
     """
+    if isinstance(values, np.ndarray):
+        return _numpy_to_arrow(values, label)
     dtype = values.dtype
     if isinstance(dtype, np.dtype):
-        arr = values if isinstance(values, np.ndarray) else values.to_numpy(copy=False)
-        return _numpy_to_arrow(arr, label)
+        return _numpy_to_arrow(values.to_numpy(copy=False), label)
+    ext = values.array
     if isinstance(dtype, pd.DatetimeTZDtype):
-        return pa.array(values.array), ""
+        return pa.array(ext), ""
     if isinstance(dtype, pd.CategoricalDtype):
         cats = dtype.categories
         if cats.dtype == object and infer_dtype(cats, skipna=True) not in (
@@ -102,20 +104,19 @@ def pandas_to_arrow(
             "empty",
         ):
             raise _reject(label, dtype, "Categories must be strings, bytes or numbers")
-        return pa.array(values.array), ""
+        return pa.array(ext), ""
     if isinstance(dtype, pd.ArrowDtype):
-        arr = values.array
-        return pa.array(arr), "arrow"
+        return pa.array(ext), "arrow"
     if isinstance(dtype, pd.StringDtype):
         hint = f"string[{dtype.storage}]"
         if dtype.na_value is not pd.NA:
             hint += "|nan"
         return pa.array(
-            values.array, type=pa.large_string() if dtype.storage == "pyarrow" else pa.string()
+            ext, type=pa.large_string() if dtype.storage == "pyarrow" else pa.string()
         ), hint
     name = getattr(dtype, "name", str(dtype))
     if name in _MASKED_NAMES:
-        return pa.array(values.array), name
+        return pa.array(ext), name
     raise _reject(label, dtype, f"Unsupported dtype '{dtype}'")
 
 

@@ -290,6 +290,15 @@ def test_rejection_names_the_column():
         normalize(pd.DataFrame({"ok": [1, 2], "bad": [1, "a"]}))
 
 
+def test_datetime_index_outside_ns_range_rejected():
+    idx = pd.DatetimeIndex(np.array(["2000-01-01", "3000-01-01"], "M8[s]"))
+    with pytest.raises(UserInputException, match="outside"):
+        normalize(pd.DataFrame({"x": [1, 2]}, index=idx))
+    t = pa.table({"t": pa.array([0, 40_000_000_000], pa.timestamp("s")), "x": [1, 2]})
+    with pytest.raises(UserInputException, match="outside"):
+        normalize(t, index_column="t")
+
+
 def test_index_column_for_pandas_rejected():
     with pytest.raises(UserInputException):
         normalize(pd.DataFrame({"x": [1]}), index_column="x")
