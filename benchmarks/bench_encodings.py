@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import time
 from collections.abc import Callable
 
@@ -138,6 +139,56 @@ def size_report(rows: int, seed: int) -> list[str]:
     return lines
 
 
+def other_columns(rows: int, seed: int) -> dict[str, np.ndarray | pa.Array]:
+    """Further distributions (not part of the quote table) to check the per-column rule."""
+    rng = np.random.default_rng(seed + 1)
+    sym = rng.zipf(1.5, rows) % 500
+    n_str = max(1, rows // 5)
+    return {
+        "normal float64": rng.standard_normal(rows),
+        "normal float32": rng.standard_normal(rows).astype(np.float32),
+        "int32 uniform 0..999": rng.integers(0, 1000, rows).astype(np.int32),
+        "ns timestamps, ns resolution": 1_700_000_000_000_000_000
+        + np.cumsum(rng.exponential(5e6, rows).astype(np.int64)),
+        "lognormal int64": rng.lognormal(5, 2, rows).astype(np.int64),
+        "sparse int64 (99% zero)": np.where(
+            rng.random(rows) < 0.01, rng.integers(1, 1000, rows), 0
+        ),
+        "bool as uint8": (rng.random(rows) < 0.3).astype(np.uint8),
+        "500-symbol trade prices": np.round(
+            (50 + sym * 3.7) * (1 + rng.standard_normal(rows) * 1e-3), 2
+        ),
+        "uniform 3-decimal float64": np.round(rng.uniform(0, 1000, rows), 3),
+        "sorted int64": np.sort(rng.integers(0, 10**12, rows)),
+        "random-walk int64": np.cumsum(rng.integers(-5, 6, rows)),
+        "non-decimal float64": rng.integers(0, 10000, rows) / 10000 * rng.standard_normal(rows),
+        "hex ids (strings)": pa.array([rng.bytes(16).hex() for _ in range(n_str)]),
+        "500 Zipf symbols (strings)": pa.array([f"S{int(s):03d}" for s in sym[:n_str]]),
+    }
+
+
+def other_report(rows: int, seed: int) -> list[str]:
+    """Return the size table of :func:`other_columns` (markdown lines)."""
+    lines = [
+        "| column | rows | Parquet-zstd bytes | Fermion bytes | ratio | encoding |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, col in other_columns(rows, seed).items():
+        arr = col if isinstance(col, pa.Array) else pa.array(col)
+        pq_size = parquet_sizes(pa.table({"c": arr}))["c"]
+        if isinstance(col, pa.Array):
+            offs, data = _string_buffers(col)
+            blob = encode_binary(offs, data)
+        else:
+            blob = encode_fixed(col)
+            assert decode_fixed(blob, col.dtype, len(col)).tobytes() == col.tobytes()
+        lines.append(
+            f"| {name} | {len(arr):,} | {pq_size:,} | {len(blob):,} | "
+            f"{len(blob) / pq_size:.3f} | `{describe(blob)}` |"
+        )
+    return lines
+
+
 def throughput_report(rows: int, seed: int, reps: int) -> list[str]:
     """Return the encode/decode throughput table (markdown lines)."""
     rng = np.random.default_rng(seed)
@@ -182,11 +233,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--throughput-rows",
+        type=int,
+        default=None,
+        help="values per throughput case (default: --rows)",
+    )
     args = ap.parse_args(argv)
+    t_rows = args.throughput_rows or args.rows
     print(f"## Size, quote data, {args.rows:,} rows (pyarrow {pa.__version__})\n")
     print("\n".join(size_report(args.rows, args.seed)))
-    print(f"\n## Throughput, {args.rows:,} values, best of {args.reps}\n")
-    print("\n".join(throughput_report(args.rows, args.seed, args.reps)))
+    print(f"\n## Size, other distributions, {args.rows:,} rows\n")
+    print("\n".join(other_report(args.rows, args.seed)))
+    print(f"\n## Throughput, {t_rows:,} values, best of {args.reps}\n")
+    print("\n".join(throughput_report(t_rows, args.seed, args.reps)))
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"\nload average during the run: {load} ({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -44,11 +44,13 @@ __all__ = [
     "MODE_NARROW",
     "MODE_SPLIT",
     "NO_DICT",
+    "SCHEME_OF_ID",
     "decimal_split",
     "dictionary",
     "encode_array",
     "encode_candidates",
     "encode_plain",
+    "encode_scheme",
     "estimate",
     "find_exponent",
     "is_constant",
@@ -71,6 +73,8 @@ RUN_LEN = 64
 #: Below this many values bit-packing is not used (its per-call overhead dominates).
 SMALL = 1024
 _MASK64 = (1 << 64) - 1
+#: RLE is considered only for an average run length of at least this (decode cost).
+MIN_AVG_RUN = 4
 _U32_LIMIT = 1 << 32
 _INF = math.inf
 
@@ -145,7 +149,7 @@ def _est_rle(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     starts_mask = np.ones(s.shape, dtype=bool)
     starts_mask[:, 1:] = change
     runs = int(starts_mask.sum())
-    if runs * 2 > s.size:
+    if runs * MIN_AVG_RUN > s.size:
         return _INF
     flat_starts = np.flatnonzero(starts_mask.reshape(-1))
     ends = np.append(flat_starts[1:], s.size)
@@ -498,6 +502,53 @@ def encode_candidates(
         out.append(encode_plain(x))
     out.sort(key=len)
     return out
+
+
+#: Top-level scheme name of each encoding id (``for`` covers its three layouts).
+SCHEME_OF_ID = {
+    PLAIN: "plain",
+    BITPACK: "for",
+    NARROW: "for",
+    SPLIT: "for",
+    DELTA: "delta",
+    RLE: "rle",
+    DICT: "dict",
+    DECIMAL: "decimal",
+}
+
+
+def encode_scheme(
+    x: np.ndarray, name: str, depth: int, mode: int, floats: np.ndarray | None = None
+) -> bytes:
+    """Encode ``x`` with the named scheme (children chosen as usual); plain if not smaller.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        1-D contiguous integer values (floats: their unsigned bit view), at least 2.
+    name : str
+        A value of :data:`SCHEME_OF_ID`.
+    depth : int
+        Cascade depth.
+    mode : int
+        Cascade mode (``MODE_*``).
+    floats : numpy.ndarray, optional
+        The float values when ``x`` is their bit view (required for ``decimal``).
+
+    Returns
+    -------
+    bytes
+        The blob.
+    """
+    plain_len = 1 + len(x) * x.dtype.itemsize
+    if name == "plain":
+        return encode_plain(x)
+    if name == "decimal":
+        assert floats is not None
+        blob = _enc_decimal(floats, depth, mode)
+    else:
+        blob = _ENCODERS[name](x, depth, mode)
+    return blob if len(blob) < plain_len else encode_plain(x)
 
 
 def encode_array(x: np.ndarray, depth: int, mode: int) -> bytes:

@@ -12,7 +12,16 @@ import pyarrow as pa
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
 from arcticlite.format._enc_spec import CODEC_HDR, LZ4, ZSTD
 
-__all__ = ["MIN_SAVING", "ZSTD_LEVELS", "compress_best", "decompress", "region", "wrap"]
+__all__ = [
+    "MIN_SAVING",
+    "ZSTD_LEVELS",
+    "choose_codec",
+    "compress_best",
+    "compress_if_it_pays",
+    "decompress",
+    "region",
+    "wrap",
+]
 
 #: Compression is kept only if it saves at least this fraction of the bytes.
 MIN_SAVING = 0.10
@@ -52,12 +61,57 @@ def _worth_trying(blob: bytes) -> bool:
     return len(probe) <= (1 - MIN_SAVING / 2) * _PROBE
 
 
-def compress_best(variants: list[bytes]) -> bytes:
-    """Return the smallest of ``variants`` and their ZSTD/LZ4 wrappers.
+def choose_codec(variants: list[bytes]) -> tuple[int, int | None, int]:
+    """Pick the smallest of ``variants`` and their ZSTD/LZ4 wrappers, without building it.
 
-    A wrapper is considered only where it saves at least :data:`MIN_SAVING` of its input.
-    Each variant is tried with ZSTD at every level of :data:`ZSTD_LEVELS` (low levels often
-    win on already lightweight-encoded data); LZ4 replaces ZSTD when nearly as small.
+    A wrapper counts only where it saves at least :data:`MIN_SAVING` of its input. Every
+    variant is tried with ZSTD level 1, the two best again at the higher levels of
+    :data:`ZSTD_LEVELS` (low levels often win on lightweight-encoded data), and LZ4 replaces
+    ZSTD when within :data:`LZ4_SLACK` of its size (it decodes several times faster).
+
+    Parameters
+    ----------
+    variants : list of bytes
+        Alternative encodings of the same values.
+
+    Returns
+    -------
+    tuple of (int, int or None, int)
+        Index of the chosen variant, codec id (``ZSTD``, ``LZ4`` or None for none), level.
+    """
+    order = sorted(range(len(variants)), key=lambda i: len(variants[i]))
+    unique: list[int] = []
+    for i in order:
+        v = variants[i]
+        if not any(len(variants[u]) == len(v) and variants[u] == v for u in unique):
+            unique.append(i)
+    best = (unique[0], None, 0)
+    best_len = len(variants[unique[0]])
+    tried: list[tuple[int, int]] = []
+    for i in unique:
+        v = variants[i]
+        if len(v) < 64 or not _worth_trying(v):
+            continue
+        z = len(wrap(ZSTD, v, ZSTD_LEVELS[0]))
+        tried.append((z, i))
+        if z <= (1 - MIN_SAVING) * len(v) and z < best_len:
+            best, best_len = (i, ZSTD, ZSTD_LEVELS[0]), z
+    tried.sort()
+    for _, i in tried[:2]:
+        v = variants[i]
+        for level in ZSTD_LEVELS[1:]:
+            z = len(wrap(ZSTD, v, level))
+            if z <= (1 - MIN_SAVING) * len(v) and z < best_len:
+                best, best_len = (i, ZSTD, level), z
+    if best[1] is not None:
+        lz = len(wrap(LZ4, variants[best[0]]))
+        if lz <= LZ4_SLACK * best_len:
+            best = (best[0], LZ4, 0)
+    return best
+
+
+def compress_best(variants: list[bytes]) -> bytes:
+    """Return the smallest of ``variants`` and their ZSTD/LZ4 wrappers (see :func:`choose_codec`).
 
     Parameters
     ----------
@@ -69,31 +123,16 @@ def compress_best(variants: list[bytes]) -> bytes:
     bytes
         The chosen blob.
     """
-    unique: list[bytes] = []
-    for v in sorted(variants, key=len):
-        if not any(len(u) == len(v) and u == v for u in unique):
-            unique.append(v)
-    best = unique[0]
-    best_source = None
-    tried: list[tuple[int, bytes]] = []
-    for v in unique:
-        if len(v) < 64 or not _worth_trying(v):
-            continue
-        z = wrap(ZSTD, v, ZSTD_LEVELS[0])
-        tried.append((len(z), v))
-        if len(z) <= (1 - MIN_SAVING) * len(v) and len(z) < len(best):
-            best, best_source = z, v
-    tried.sort(key=lambda t: t[0])
-    for _, v in tried[:2]:
-        for level in ZSTD_LEVELS[1:]:
-            z = wrap(ZSTD, v, level)
-            if len(z) <= (1 - MIN_SAVING) * len(v) and len(z) < len(best):
-                best, best_source = z, v
-    if best_source is not None:
-        lz = wrap(LZ4, best_source)
-        if len(lz) <= LZ4_SLACK * len(best):
-            best = lz
-    return best
+    i, codec, level = choose_codec(variants)
+    return variants[i] if codec is None else wrap(codec, variants[i], level)
+
+
+def compress_if_it_pays(blob: bytes, codec: int | None, level: int) -> bytes:
+    """Wrap ``blob`` with ``codec`` if that saves at least :data:`MIN_SAVING`."""
+    if codec is None or len(blob) < 64:
+        return blob
+    z = wrap(codec, blob, level)
+    return z if len(z) <= (1 - MIN_SAVING) * len(blob) else blob
 
 
 def _zstd_content_size(frame: memoryview) -> int | None:

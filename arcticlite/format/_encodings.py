@@ -14,7 +14,9 @@ array estimates the size of every scheme (recursing into the children of cascadi
 most 3 levels); the best is encoded for real and kept only if smaller than plain. At the top
 level the three best estimates are encoded with bit-packing, and the two best again with
 byte-aligned widths stored as byte planes (what zstd models best); each is offered to ZSTD
-(levels 1 and 3) and LZ4, which are kept only if they save at least 10 %. Floats are verified
+(levels 1 and 3) and LZ4, which are kept only if they save at least 10 %. Arrays of more than
+``WHOLE_CHOICE_LIMIT`` values make that choice on their middle ``SAMPLE_LEN`` values, then
+encode (and compress) the whole array once with the winning scheme, mode and codec. Floats are verified
 bit-exact (NaN payloads, -0.0, inf): every value that does not round-trip is a patch.
 
 Byte-level specification
@@ -82,8 +84,10 @@ from arcticlite.format._enc_bitpack import packed_words, unpack_into
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
     MODE_SPLIT,
+    SCHEME_OF_ID,
     encode_candidates,
     encode_plain,
+    encode_scheme,
     is_constant,
 )
 from arcticlite.format._enc_spec import (
@@ -112,7 +116,13 @@ from arcticlite.format._enc_spec import (
     signed_of,
     unsigned_of,
 )
-from arcticlite.format._enc_wrap import compress_best, decompress, region
+from arcticlite.format._enc_wrap import (
+    choose_codec,
+    compress_best,
+    compress_if_it_pays,
+    decompress,
+    region,
+)
 
 __all__ = [
     "ENCODING_NAMES",
@@ -167,17 +177,46 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
     xi = x.view(unsigned_of(x.dtype)) if floats is not None else x
     if is_constant(xi):
         return bytes((CONSTANT,)) + xi[:1].tobytes()
-    variants = encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)
     if not allow_compression:
-        return variants[0]
-    if variants[0][0] == PLAIN:
-        # nothing lightweight beats plain here, nor will the byte-aligned modes
-        return compress_best(variants)
-    # byte-aligned widths as byte planes: what zstd models best (narrow == split at 1 byte)
-    variants += encode_candidates(xi, 0, MODE_SPLIT, floats, top=2)
-    if 2 * min(len(v) for v in variants) > x.nbytes:
-        variants.append(encode_plain(x))
+        return encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)[0]
+    if n > WHOLE_CHOICE_LIMIT:
+        return _encode_sampled(xi, floats)
+    variants = [b for b, _ in _variants(xi, floats)]
     return compress_best(variants)
+
+
+#: Above this many values the cascade and codec are chosen on a sample of chunks.
+WHOLE_CHOICE_LIMIT = 1 << 18
+#: Length of the contiguous chunk (from the middle) used for that choice.
+SAMPLE_LEN = 1 << 17
+
+
+def _variants(xi: np.ndarray, floats: np.ndarray | None) -> list[tuple[bytes, int]]:
+    """Return candidate blobs with the mode that built them, for the codec choice."""
+    out = [(b, MODE_BITPACK) for b in encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)]
+    if out[0][0][0] == PLAIN:
+        # nothing lightweight beats plain here, nor will the byte-plane mode
+        return out
+    # byte-aligned widths as byte planes: what zstd models best
+    out += [(b, MODE_SPLIT) for b in encode_candidates(xi, 0, MODE_SPLIT, floats, top=2)]
+    if 2 * min(len(b) for b, _ in out) > xi.nbytes:
+        out.append((encode_plain(xi), MODE_BITPACK))
+    return out
+
+
+def _encode_sampled(xi: np.ndarray, floats: np.ndarray | None) -> bytes:
+    """Choose scheme, mode and codec on a few contiguous chunks, then encode everything once."""
+    # one contiguous chunk: concatenated chunks would fake jumps (deltas) at their seams
+    start = (len(xi) - SAMPLE_LEN) // 2
+    sample = xi[start : start + SAMPLE_LEN]
+    if is_constant(sample):
+        return compress_best([b for b, _ in _variants(xi, floats)])
+    sample_floats = floats[start : start + SAMPLE_LEN] if floats is not None else None
+    variants = _variants(sample, sample_floats)
+    i, codec, level = choose_codec([b for b, _ in variants])
+    blob, mode = variants[i]
+    full = encode_scheme(xi, SCHEME_OF_ID.get(blob[0], "plain"), 0, mode, floats)
+    return compress_if_it_pays(full, codec, level)
 
 
 def _check_out(out: np.ndarray | None, dtype: np.dtype, count: int) -> np.ndarray:
