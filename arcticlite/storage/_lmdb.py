@@ -58,6 +58,10 @@ def _lmdb() -> Any:
     return lmdb
 
 
+class _WouldDeadlock(Exception):
+    """A resize was needed while this thread itself keeps a transaction open."""
+
+
 class _SharedExclusiveLock:
     """Many shared holders or one exclusive holder; shared holders are never made to wait
     for a waiting exclusive one (so a nested shared acquisition cannot deadlock)."""
@@ -66,6 +70,7 @@ class _SharedExclusiveLock:
         self._cond = threading.Condition(threading.Lock())
         self._shared = 0
         self._exclusive = False
+        self._local = threading.local()
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
@@ -73,16 +78,28 @@ class _SharedExclusiveLock:
             while self._exclusive:
                 self._cond.wait()
             self._shared += 1
+        self._local.depth = getattr(self._local, "depth", 0) + 1
         try:
             yield
         finally:
+            self._local.depth -= 1
             with self._cond:
                 self._shared -= 1
                 if not self._shared:
                     self._cond.notify_all()
 
+    def held_by_this_thread(self) -> bool:
+        return bool(getattr(self._local, "depth", 0))
+
+    def holders_at_fork(self) -> int:
+        """Shared holders (open transactions) recorded; read without the lock, for a child
+        process right after fork (the threads that held it do not exist there)."""
+        return self._shared
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
+        if self.held_by_this_thread():
+            raise _WouldDeadlock  # this thread holds a shared lock (an open read_view)
         with self._cond:
             while self._exclusive or self._shared:
                 self._cond.wait()
@@ -112,6 +129,7 @@ class _EnvHandle:
                 writemap=False,
                 max_readers=_MAX_READERS,
                 max_dbs=0,
+                max_spare_txns=0,
                 lock=True,
                 readahead=False,
             )
@@ -126,16 +144,25 @@ class _EnvHandle:
 
 _registry: dict[tuple[int, str], _EnvHandle] = {}
 _registry_lock = threading.Lock()
+# Environments inherited through fork() while one of our transactions was open: closing them
+# would abort the parent's transaction in the shared reader table, so they are kept (never
+# closed) and their paths refused in this process.
+_unsafe_after_fork: dict[str, _EnvHandle] = {}
 
 
 def _after_fork_in_child() -> None:
-    # The child must not use the parent's environments: close its copies (this releases
-    # nothing the parent holds: fcntl locks and reader slots belong to the parent's pid).
+    # A child must not use its parent's environment, and py-lmdb refuses a second open of
+    # the same files, so the inherited copy is closed first. That is safe only when no
+    # transaction was open at fork time (closing aborts open transactions, and a read
+    # transaction's reader slot is shared with the parent).
     global _registry_lock
     _registry_lock = threading.Lock()
     for handle in list(_registry.values()):
-        with contextlib.suppress(Exception):
-            handle.env.close()
+        if handle.lock.holders_at_fork() == 0:
+            with contextlib.suppress(Exception):
+                handle.env.close()
+        else:
+            _unsafe_after_fork[handle.path] = handle
     _registry.clear()
 
 
@@ -146,6 +173,13 @@ if hasattr(os, "register_at_fork"):
 def _acquire(path: str, map_size: int) -> _EnvHandle:
     key = (os.getpid(), path)
     with _registry_lock:
+        if path in _unsafe_after_fork:
+            raise StorageException(
+                f"the LMDB environment at {path!r} was inside a transaction in another thread "
+                "when this process was forked, so it cannot be re-opened safely here; start "
+                "worker processes with multiprocessing's 'spawn' (or fork while no LMDB "
+                "operation is running)"
+            )
         handle = _registry.get(key)
         if handle is None:
             handle = _EnvHandle(path, map_size)
@@ -156,12 +190,17 @@ def _acquire(path: str, map_size: int) -> _EnvHandle:
 
 def _release(handle: _EnvHandle) -> None:
     with _registry_lock:
+        if handle.pid != os.getpid():
+            return
+        if handle.refs == 1 and handle.lock.held_by_this_thread():
+            raise StorageException("leave the read_view block before closing the store")
         handle.refs -= 1
-        if handle.refs > 0 or handle.pid != os.getpid():
+        if handle.refs > 0:
             return
         _registry.pop((handle.pid, handle.path), None)
-    with handle.lock.exclusive(), contextlib.suppress(Exception):
-        handle.env.close()
+        # under the registry lock, so that a concurrent open of this path waits for the close
+        with handle.lock.exclusive(), contextlib.suppress(Exception):
+            handle.env.close()
 
 
 def _translate(exc: BaseException, what: str) -> StorageException:
@@ -246,23 +285,33 @@ class LmdbStore(KVStore):
     @staticmethod
     def _grow(handle: _EnvHandle, generation: int, exc: BaseException, what: str) -> None:
         lmdb = _lmdb()
-        with handle.lock.exclusive():
-            try:
+        try:
+            with handle.lock.exclusive():
                 if handle.generation == generation:  # not grown by another thread meanwhile
                     handle.env.set_mapsize(handle.map_size() * 2)
                     handle.generation += 1
-            except lmdb.Error as exc2:
-                raise _translate(exc2, what) from exc
+        except _WouldDeadlock:
+            raise LmdbMapFullError(
+                f"{what}: the LMDB map is full and cannot grow while this thread holds a "
+                "read_view open; leave the read_view block first"
+            ) from exc
+        except lmdb.Error as exc2:
+            raise _translate(exc2, what) from exc
 
     @staticmethod
     def _adopt(handle: _EnvHandle, exc: BaseException, what: str) -> None:
         lmdb = _lmdb()
-        with handle.lock.exclusive():
-            try:
+        try:
+            with handle.lock.exclusive():
                 handle.env.set_mapsize(0)
                 handle.generation += 1
-            except lmdb.Error as exc2:
-                raise _translate(exc2, what) from exc
+        except _WouldDeadlock:
+            raise StorageException(
+                f"{what}: another process grew the LMDB map; this thread must leave its "
+                "read_view block before the new size can be adopted"
+            ) from exc
+        except lmdb.Error as exc2:
+            raise _translate(exc2, what) from exc
 
     # -- key / value layout --------------------------------------------------------------------
     def _key(self, key: str) -> tuple[bytes, bool]:
@@ -509,9 +558,13 @@ class LmdbStore(KVStore):
 
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
-        """Release this store's share of the environment (closed when the last one goes)."""
+        """Release this store's share of the environment (closed when the last one goes).
+
+        Idempotent. Must not be called inside this store's own :meth:`read_view` block.
+        """
         with self._handle_lock:
-            handle, self._handle = self._handle, None
+            handle = self._handle
+            if handle is not None and handle.pid == os.getpid():
+                _release(handle)
+            self._handle = None
             self._closed = True
-        if handle is not None and handle.pid == os.getpid():
-            _release(handle)

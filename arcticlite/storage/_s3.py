@@ -453,14 +453,14 @@ class S3Store(KVStore):
         _, _, bexc = _boto()
         paths = [self._path(k) for k in keys]
         for i in range(0, len(paths), _DELETE_CHUNK):
-            chunk = [{"Key": p} for p in paths[i : i + _DELETE_CHUNK]]
+            objects = [{"Key": p} for p in paths[i : i + _DELETE_CHUNK]]
+            request: dict[str, Any] = {"Objects": objects, "Quiet": True}
+
+            def send(c: Any, request: dict[str, Any] = request) -> Any:
+                return c.delete_objects(Bucket=self.bucket, Delete=request)
+
             try:
-                resp = self._call(
-                    f"delete of {len(chunk)} keys",
-                    lambda c, chunk=chunk: c.delete_objects(
-                        Bucket=self.bucket, Delete={"Objects": chunk, "Quiet": True}
-                    ),
-                )
+                resp = self._call(f"delete of {len(objects)} keys", send)
             except bexc.ClientError as exc:
                 raise StorageException(f"delete: {exc}") from exc
             errors = [e for e in resp.get("Errors", ()) if e.get("Code") not in _MISSING_CODES]

@@ -162,8 +162,9 @@ def run_state_machine(
     derandomize : bool, default True
         Use a fixed seed, so CI runs are reproducible.
     """
-    machine = type("BoundKVStoreStateMachine", (KVStoreStateMachine,), {})
-    machine.make_store = staticmethod(make_store)  # type: ignore[assignment]
+    machine = type(
+        "BoundKVStoreStateMachine", (KVStoreStateMachine,), {"make_store": staticmethod(make_store)}
+    )
     config = settings(
         max_examples=max_examples,
         stateful_step_count=steps,

@@ -12,6 +12,7 @@ import pytest
 
 from arcticlite.exceptions import (
     KeyNotFoundException,
+    LmdbMapFullError,
     StorageException,
     UserInputException,
 )
@@ -117,6 +118,36 @@ def test_forked_child_reopens_and_writes(tmp_path: Path) -> None:
         assert bytes(s.read("child")) == b"c"
         s.write("parent-after-fork", b"ok")
         assert bytes(s.read("parent-after-fork")) == b"ok"
+
+
+def test_fork_inside_a_transaction_protects_the_parent(tmp_path: Path) -> None:
+    with LmdbStore(tmp_path / "db") as s:
+        s.write("k", b"snapshot")
+        with s.read_view("k") as view:
+
+            def child() -> None:
+                # re-opening would abort the parent's reader in the shared lock table
+                with pytest.raises(StorageException, match="spawn"):
+                    s.write("from-child", b"x")
+
+            proc = multiprocessing.get_context("fork").Process(target=child)
+            proc.start()
+            proc.join(60)
+            assert proc.exitcode == 0
+            for i in range(20):  # the parent's snapshot stays intact under new writes
+                s.write("k", bytes([i]) * 4096)
+            assert bytes(view) == b"snapshot"
+        assert not s.exists("from-child")
+        assert bytes(s.read("k")) == bytes([19]) * 4096
+
+
+def test_full_map_inside_read_view_fails_cleanly_instead_of_hanging(tmp_path: Path) -> None:
+    with LmdbStore(tmp_path / "db", map_size=64 * 1024) as s:
+        s.write("k", b"v")
+        with s.read_view("k"), pytest.raises(LmdbMapFullError, match="read_view"):
+            s.write("big", b"x" * (1 << 20))
+        s.write("big", b"x" * (1 << 20))  # outside the block the map grows as usual
+        assert len(bytes(s.read("big"))) == 1 << 20
 
 
 def test_stores_on_one_path_share_one_environment(tmp_path: Path) -> None:
