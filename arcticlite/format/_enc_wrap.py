@@ -27,6 +27,8 @@ __all__ = [
 MIN_SAVING = 0.10
 #: LZ4 (much faster to decode) is preferred when within this factor of ZSTD's size.
 LZ4_SLACK = 1.05
+#: Variants this many times larger than the smallest one are not offered to the codec.
+MAX_VARIANT_SPREAD = 3.0
 #: ZSTD levels tried per variant.
 ZSTD_LEVELS = (1, 3)
 _ZSTD_LEVELS = {lvl: pa.Codec("zstd", compression_level=lvl) for lvl in ZSTD_LEVELS}
@@ -61,11 +63,44 @@ def _worth_trying(blob: bytes) -> bool:
     return len(probe) <= (1 - MIN_SAVING / 2) * _PROBE
 
 
-def choose_codec(variants: list[bytes]) -> tuple[int, int | None, int]:
-    """Pick the smallest of ``variants`` and their ZSTD/LZ4 wrappers, without building it.
+def _choose(variants: list[bytes]) -> tuple[int, int | None, int, bytes]:
+    order = sorted(range(len(variants)), key=lambda i: len(variants[i]))
+    smallest = len(variants[order[0]])
+    unique: list[int] = []
+    for i in order:
+        v = variants[i]
+        if not any(len(variants[u]) == len(v) and variants[u] == v for u in unique):
+            unique.append(i)
+    best: tuple[int, int | None, int, bytes] = (unique[0], None, 0, variants[unique[0]])
+    tried: list[tuple[int, int]] = []
+    for i in unique:
+        v = variants[i]
+        if len(v) < 64 or len(v) > MAX_VARIANT_SPREAD * smallest or not _worth_trying(v):
+            continue
+        z = wrap(ZSTD, v, ZSTD_LEVELS[0])
+        tried.append((len(z), i))
+        if len(z) <= (1 - MIN_SAVING) * len(v) and len(z) < len(best[3]):
+            best = (i, ZSTD, ZSTD_LEVELS[0], z)
+    tried.sort()
+    for _, i in tried[:1]:
+        v = variants[i]
+        for level in ZSTD_LEVELS[1:]:
+            z = wrap(ZSTD, v, level)
+            if len(z) <= (1 - MIN_SAVING) * len(v) and len(z) < len(best[3]):
+                best = (i, ZSTD, level, z)
+    if best[1] is not None:
+        lz = wrap(LZ4, variants[best[0]])
+        if len(lz) <= LZ4_SLACK * len(best[3]):
+            best = (best[0], LZ4, 0, lz)
+    return best
 
-    A wrapper counts only where it saves at least :data:`MIN_SAVING` of its input. Every
-    variant is tried with ZSTD level 1, the two best again at the higher levels of
+
+def choose_codec(variants: list[bytes]) -> tuple[int, int | None, int]:
+    """Pick the smallest of ``variants`` and their ZSTD/LZ4 wrappers.
+
+    A wrapper counts only where it saves at least :data:`MIN_SAVING` of its input. Variants
+    more than :data:`MAX_VARIANT_SPREAD` times the smallest are not compressed; the others
+    are tried with ZSTD level 1, the best of them again at the higher levels of
     :data:`ZSTD_LEVELS` (low levels often win on lightweight-encoded data), and LZ4 replaces
     ZSTD when within :data:`LZ4_SLACK` of its size (it decodes several times faster).
 
@@ -79,35 +114,8 @@ def choose_codec(variants: list[bytes]) -> tuple[int, int | None, int]:
     tuple of (int, int or None, int)
         Index of the chosen variant, codec id (``ZSTD``, ``LZ4`` or None for none), level.
     """
-    order = sorted(range(len(variants)), key=lambda i: len(variants[i]))
-    unique: list[int] = []
-    for i in order:
-        v = variants[i]
-        if not any(len(variants[u]) == len(v) and variants[u] == v for u in unique):
-            unique.append(i)
-    best = (unique[0], None, 0)
-    best_len = len(variants[unique[0]])
-    tried: list[tuple[int, int]] = []
-    for i in unique:
-        v = variants[i]
-        if len(v) < 64 or not _worth_trying(v):
-            continue
-        z = len(wrap(ZSTD, v, ZSTD_LEVELS[0]))
-        tried.append((z, i))
-        if z <= (1 - MIN_SAVING) * len(v) and z < best_len:
-            best, best_len = (i, ZSTD, ZSTD_LEVELS[0]), z
-    tried.sort()
-    for _, i in tried[:2]:
-        v = variants[i]
-        for level in ZSTD_LEVELS[1:]:
-            z = len(wrap(ZSTD, v, level))
-            if z <= (1 - MIN_SAVING) * len(v) and z < best_len:
-                best, best_len = (i, ZSTD, level), z
-    if best[1] is not None:
-        lz = len(wrap(LZ4, variants[best[0]]))
-        if lz <= LZ4_SLACK * best_len:
-            best = (best[0], LZ4, 0)
-    return best
+    i, codec, level, _ = _choose(variants)
+    return i, codec, level
 
 
 def compress_best(variants: list[bytes]) -> bytes:
@@ -123,8 +131,7 @@ def compress_best(variants: list[bytes]) -> bytes:
     bytes
         The chosen blob.
     """
-    i, codec, level = choose_codec(variants)
-    return variants[i] if codec is None else wrap(codec, variants[i], level)
+    return _choose(variants)[3]
 
 
 def compress_if_it_pays(blob: bytes, codec: int | None, level: int) -> bytes:

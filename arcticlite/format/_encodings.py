@@ -15,8 +15,9 @@ most 3 levels); the best is encoded for real and kept only if smaller than plain
 level the three best estimates are encoded with bit-packing, and the two best again with
 byte-aligned widths stored as byte planes (what zstd models best); each is offered to ZSTD
 (levels 1 and 3) and LZ4, which are kept only if they save at least 10 %. Arrays of more than
-``WHOLE_CHOICE_LIMIT`` values make that choice on their middle ``SAMPLE_LEN`` values, then
-encode (and compress) the whole array once with the winning scheme, mode and codec. Floats are verified
+``WHOLE_CHOICE_LIMIT`` values make that choice on a contiguous chunk from their middle (a
+quarter of the values, between 16Ki and 128Ki), then encode (and compress) the whole array
+once with the winning scheme, mode and codec. Floats are verified
 bit-exact (NaN payloads, -0.0, inf): every value that does not round-trip is a patch.
 
 Byte-level specification
@@ -187,7 +188,8 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
 
 #: Above this many values the cascade and codec are chosen on a sample of chunks.
 WHOLE_CHOICE_LIMIT = 1 << 18
-#: Length of the contiguous chunk (from the middle) used for that choice.
+#: Longest contiguous chunk (from the middle) used for that choice; shorter arrays use a
+#: quarter of their values, at least ``SAMPLE_LEN // 8``.
 SAMPLE_LEN = 1 << 17
 
 
@@ -207,11 +209,12 @@ def _variants(xi: np.ndarray, floats: np.ndarray | None) -> list[tuple[bytes, in
 def _encode_sampled(xi: np.ndarray, floats: np.ndarray | None) -> bytes:
     """Choose scheme, mode and codec on a few contiguous chunks, then encode everything once."""
     # one contiguous chunk: concatenated chunks would fake jumps (deltas) at their seams
-    start = (len(xi) - SAMPLE_LEN) // 2
-    sample = xi[start : start + SAMPLE_LEN]
+    length = min(SAMPLE_LEN, max(SAMPLE_LEN // 8, len(xi) // 4))
+    start = (len(xi) - length) // 2
+    sample = xi[start : start + length]
     if is_constant(sample):
         return compress_best([b for b, _ in _variants(xi, floats)])
-    sample_floats = floats[start : start + SAMPLE_LEN] if floats is not None else None
+    sample_floats = floats[start : start + length] if floats is not None else None
     variants = _variants(sample, sample_floats)
     i, codec, level = choose_codec([b for b, _ in variants])
     blob, mode = variants[i]

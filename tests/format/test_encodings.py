@@ -437,3 +437,28 @@ def test_describe_rejects_garbage() -> None:
     for blob in (b"", b"\xee", b"\x02\x05"):
         with pytest.raises(CorruptDataError):
             describe(blob)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype("<i8"), np.dtype("<u2"), np.dtype("<f8")], ids=str)
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_sampled_choice_roundtrip(
+    dtype: np.dtype, data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # large arrays choose the cascade on a chunk; shrink the limits to exercise that path
+    monkeypatch.setattr(enc, "WHOLE_CHOICE_LIMIT", 64)
+    monkeypatch.setattr(enc, "SAMPLE_LEN", 256)
+    x = data.draw(shaped_floats(dtype) if dtype.kind == "f" else shaped_ints(dtype))
+    roundtrip(x)
+
+
+def test_large_arrays_use_sampled_choice() -> None:
+    rng = _rng()
+    n = enc.WHOLE_CHOICE_LIMIT + 1000
+    ts = 1_700_000_000_000_000_000 + np.cumsum(rng.integers(0, 5_000, n)) * 1000
+    assert describe(roundtrip(ts)).startswith("delta+")
+    prices = (10_000 + np.cumsum(rng.integers(-1, 2, n))) / 100.0
+    prices[[5, n - 3]] = [np.nan, -0.0]
+    d = describe(roundtrip(prices))
+    assert d.startswith("decimal(2)+") and "patches(2)" in d, d
+    assert describe(roundtrip(rng.standard_normal(n))) == "plain"
