@@ -4,8 +4,9 @@ A leaf row describes one segment (a row x column tile of the frame); an internal
 summarises one child node. Both use the same fixed POD dtype :data:`ROW_DTYPE`, stored as raw
 little-endian bytes in a checksummed envelope and read back with ``numpy.frombuffer``.
 
-Nodes are content addressed (``tindex/{sym}/{xxh3_128}``), so versions share every node they
-have in common. An append rewrites only the rightmost path (at most ``height`` nodes of at most
+Every node and segment key is a fresh 128-bit name (xxh3-128 of the bytes with a random seed),
+never reused: versions share the nodes they have in common by reference, and a key that has
+become unreachable can never become reachable again, which is what makes ``gc`` safe. An append rewrites only the rightmost path (at most ``height`` nodes of at most
 :data:`FANOUT` rows), so its cost does not grow with the number of segments.
 
 A leaf row may reference a *slice* of its segment (``seg_offset`` and ``end_row - start_row``
@@ -14,6 +15,7 @@ rows of it): update and delete_data_in_range trim segments without rewriting the
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -44,6 +46,11 @@ assert ROW_DTYPE.itemsize == 88
 FANOUT = 256
 
 EMPTY = np.zeros(0, dtype=ROW_DTYPE)
+
+
+def new_digest(body: bytes | memoryview) -> str:
+    """A fresh key name for ``body``: xxh3-128 with a random seed (unique per write)."""
+    return xxhash.xxh3_128_hexdigest(body, seed=secrets.randbits(64))
 
 
 def hex_digests(rows: np.ndarray) -> list[str]:
@@ -98,7 +105,7 @@ class TableIndexIO:
     @staticmethod
     def _encode(rows: np.ndarray, level: int) -> tuple[str, bytes]:
         body = seal(KIND_INDEX_NODE, {"level": level, "count": len(rows)}, rows.tobytes())
-        return xxhash.xxh3_128_hexdigest(body), body
+        return new_digest(body), body
 
     @staticmethod
     def _decode(data: bytes | memoryview) -> tuple[int, np.ndarray]:

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import xxhash
 
 from arcticlite.exceptions import (
     AppendOrderException,
@@ -23,7 +22,14 @@ from arcticlite.exceptions import (
     UnsortedDataException,
     UserInputException,
 )
-from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE, IndexRoot, TableIndexIO, hex_digests
+from arcticlite.index._tindex import (
+    EMPTY_ROOT,
+    ROW_DTYPE,
+    IndexRoot,
+    TableIndexIO,
+    hex_digests,
+    new_digest,
+)
 from arcticlite.library import _normalize as norm
 from arcticlite.library._options import LibraryOptions
 from arcticlite.library._segments import Layout, read_segments, write_segments
@@ -307,7 +313,7 @@ class LibraryCore:
 
     def _write_pickled(self, sym: str, data: Any, mbytes: bytes | None, kind: str, prune: bool = False) -> VersionRecord:
         body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-        digest = xxhash.xxh3_128_hexdigest(body)
+        digest = new_digest(body)
         self._store.write(self._keys.tdata(sym, digest), body)
         leaf = np.zeros(1, dtype=ROW_DTYPE)
         leaf["end_row"] = 0

@@ -143,7 +143,7 @@ class StageMixin(LibraryCore):
         try:
             meta = norm.NormMeta.from_json(entries[0][1]["norm"].encode())
             tables = []
-            for _k, h, schema, leaves in entries:
+            for _k, _h, schema, leaves in entries:
                 n_index = len(meta.index_columns)
                 t = read_segments(self._store, self._keys, sym, leaves, schema, n_index, schema.names[n_index:], None)
                 tables.append(t)

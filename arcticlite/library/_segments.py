@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import xxhash
 
 from arcticlite import format as fermion
-from arcticlite.index._tindex import ROW_DTYPE, hex_digests
+from arcticlite.index._tindex import ROW_DTYPE, hex_digests, new_digest
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys
 
@@ -76,7 +75,7 @@ def write_segments(
     def encode(task: tuple[int, int, int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, _c0, _c1, cols = task
         body = fermion.encode(table.select(cols).slice(r0, r1 - r0))
-        return xxhash.xxh3_128_hexdigest(body), body
+        return new_digest(body), body
 
     encoded = list(_POOL.map(encode, tasks)) if len(tasks) > 1 else [encode(tasks[0])]
     store.write_many({keys.tdata(sym, d): body for d, body in encoded})
