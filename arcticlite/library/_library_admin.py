@@ -219,7 +219,7 @@ class AdminMixin(LibraryCore):
     def _cleanup(self, sym: str, killed: set[int] | None = None) -> None:
         """Delete index nodes and data segments of ``sym`` no live version or snapshot needs.
 
-        Keys are content addressed and shared between versions, so the keys to keep are
+        Keys are shared between versions by reference, so the keys to keep are
         computed by walking the index trees of every live and snapshot-held version.
         """
         head = self._engine.head(sym)

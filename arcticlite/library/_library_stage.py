@@ -1,6 +1,6 @@
 """Library: staged writes (``stage`` / ``finalize_staged_data``), also the connector API.
 
-``stage`` writes data segments (content addressed, like any segment) and one staged entry
+``stage`` writes data segments (under fresh names, like any segment) and one staged entry
 ``stage/{sym}/{token}`` describing them. Nothing is visible to readers until a finalize
 commits one version whose index points at the staged segments: no data is copied.
 """

@@ -44,8 +44,8 @@ class LibraryOptions:
         Allow columns to appear, disappear and widen across appends/updates. Under dynamic
         schema ``columns_per_segment`` is ignored (one column slice).
     dedup : bool
-        Reuse identical data segments of earlier versions (segments are content addressed,
-        so arcticlite always deduplicates; the flag is kept for compatibility).
+        Accepted for compatibility. arcticlite shares segments between versions by reference
+        (appends, metadata writes and updates never rewrite untouched data).
     rows_per_segment, columns_per_segment : int
         Tile size of data segments.
     encoding_version : EncodingVersion, optional

@@ -1,5 +1,5 @@
 """The data path: slice a table into row x column tiles, encode them as Fermion segments,
-write them content addressed; and back: fetch the segments a read needs and assemble them.
+write them under fresh names; and back: fetch the segments a read needs and assemble them.
 """
 
 from __future__ import annotations

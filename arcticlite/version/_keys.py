@@ -52,7 +52,7 @@ class LibraryKeys:
     def version_prefix(self, sym: str) -> str:
         return f"{self.root}ver/{escape(sym)}/"
 
-    # table index and data layers (content addressed)
+    # table index and data layers (fresh digest names, never reused)
     def tindex(self, sym: str, digest: str) -> str:
         return f"{self.root}tindex/{escape(sym)}/{digest}"
 
