@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -95,7 +97,7 @@ def _sub(mv: memoryview, start: int, length: int) -> memoryview:
     return mv[start : start + length]
 
 
-def _head(mv: memoryview, hdr) -> tuple:  # type: ignore[no-untyped-def]
+def _head(mv: memoryview, hdr: struct.Struct) -> tuple[Any, ...]:
     if len(mv) < hdr.size:
         raise FormatEOFError("encoded block header is truncated")
     return hdr.unpack_from(mv, 0)

@@ -13,6 +13,8 @@ rows, so one numpy call handles ``L`` values and the output comes out in natural
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 __all__ = ["bit_width", "pack", "packed_words", "unpack_into"]
@@ -122,7 +124,7 @@ def unpack_into(
     base_u = np.uint64(base)
     factor_u = np.uint64(factor)
     mask = np.uint64((1 << width) - 1)
-    cast = "same_kind" if out_u.dtype == _U64 else "unsafe"
+    cast: Literal["same_kind", "unsafe"] = "same_kind" if out_u.dtype == _U64 else "unsafe"
     if lanes <= _SMALL_LANES:
         # few lanes: a handful of whole-matrix operations beat 64 rounds of tiny calls
         slot_bits = np.arange(64, dtype=np.int64) * width

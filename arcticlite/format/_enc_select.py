@@ -78,12 +78,12 @@ MIN_AVG_RUN = 4
 _U32_LIMIT = 1 << 32
 _INF = math.inf
 
-Estimator = Callable[[np.ndarray, int, int, bool], float]
+Estimator = Callable[[np.ndarray, int, int, int], float]
 
 
 def encode_plain(x: np.ndarray) -> bytes:
     """Encode ``x`` as PLAIN (id byte, then the raw little-endian values)."""
-    return bytes((PLAIN,)) + memoryview(np.ascontiguousarray(x)).cast("B")
+    return bytes((PLAIN,)) + np.ascontiguousarray(x).data.cast("B")
 
 
 def _sample(x: np.ndarray) -> np.ndarray:
@@ -439,7 +439,7 @@ def _enc_decimal(xf: np.ndarray, depth: int, mode: int) -> bytes:
     )
 
 
-_ENCODERS: dict[str, Callable[[np.ndarray, int, bool], bytes]] = {
+_ENCODERS: dict[str, Callable[[np.ndarray, int, int], bytes]] = {
     "for": _enc_for,
     "delta": _enc_delta,
     "rle": _enc_rle,

@@ -40,7 +40,7 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 def region(blob: bytes | memoryview | bytearray | np.ndarray) -> memoryview:
     """Return ``blob`` as a flat read-only byte memoryview (no copy when possible)."""
-    mv = memoryview(blob)
+    mv = blob.data if isinstance(blob, np.ndarray) else memoryview(blob)
     if not mv.c_contiguous:
         mv = memoryview(mv.tobytes())
     if mv.format != "B" or mv.ndim != 1:

@@ -76,6 +76,9 @@ length points past the end, ``InvalidFileError`` for any other inconsistency.
 
 from __future__ import annotations
 
+import struct
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -245,7 +248,7 @@ def _expect_len(mv: memoryview, need: int) -> None:
         raise InvalidFileError(f"encoded block is {len(mv)} bytes, expected {need}")
 
 
-def _head(mv: memoryview, hdr) -> tuple:  # type: ignore[no-untyped-def]
+def _head(mv: memoryview, hdr: struct.Struct) -> tuple[Any, ...]:
     if len(mv) < hdr.size:
         raise FormatEOFError("encoded block header is truncated")
     return hdr.unpack_from(mv, 0)
@@ -561,8 +564,8 @@ def _describe(mv: memoryview, depth: int) -> str:
         return f"decimal({e})+{inner}{patches}"
     if eid in (ZSTD, LZ4):
         (_, raw_len) = _head(mv, CODEC_HDR)
-        inner = decompress(eid, mv[CODEC_HDR.size :], raw_len)
-        return _describe(inner, depth + 1) + "+" + ENCODING_NAMES[eid]
+        unwrapped = decompress(eid, mv[CODEC_HDR.size :], raw_len)
+        return _describe(unwrapped, depth + 1) + "+" + ENCODING_NAMES[eid]
     if eid == 10:
         return _bin.describe_plain(mv, depth, _describe)
     raise InvalidFileError(f"unknown encoding id {eid}")
