@@ -28,6 +28,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+import lmdb
+
 from arcticlite.exceptions import (
     KeyNotFoundException,
     LmdbMapFullError,
@@ -44,18 +46,15 @@ DEFAULT_MAP_SIZE = 1 << 30
 _MAX_READERS = 1024
 _LIST_PAGE = 1000
 _MAX_GROWTHS = 48
+# Keys up to LMDB's default limit are stored as they are. The threshold is fixed (not read
+# from the build) so that the on-disk layout never depends on how liblmdb was compiled.
+_MAX_KEY = 511
 # Long keys: a stored key is at most _LONG_PREFIX + 1 + 32 = 473 bytes (< 511).
 _LONG_PREFIX = 440
 _LONG_MARK = b"\x00"
 _LEN = struct.Struct("<I")
 
 T = TypeVar("T")
-
-
-def _lmdb() -> Any:
-    import lmdb
-
-    return lmdb
 
 
 class _WouldDeadlock(Exception):
@@ -72,21 +71,28 @@ class _SharedExclusiveLock:
         self._exclusive = False
         self._local = threading.local()
 
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
+    def acquire_shared(self) -> None:
         with self._cond:
             while self._exclusive:
                 self._cond.wait()
             self._shared += 1
-        self._local.depth = getattr(self._local, "depth", 0) + 1
+        local = self._local
+        local.depth = getattr(local, "depth", 0) + 1
+
+    def release_shared(self) -> None:
+        self._local.depth -= 1
+        with self._cond:
+            self._shared -= 1
+            if not self._shared:
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        self.acquire_shared()
         try:
             yield
         finally:
-            self._local.depth -= 1
-            with self._cond:
-                self._shared -= 1
-                if not self._shared:
-                    self._cond.notify_all()
+            self.release_shared()
 
     def held_by_this_thread(self) -> bool:
         return bool(getattr(self._local, "depth", 0))
@@ -116,13 +122,12 @@ class _EnvHandle:
     """One open environment of this process, shared by the stores on its path."""
 
     def __init__(self, path: str, map_size: int) -> None:
-        lmdb = _lmdb()
         self.path = path
         self.pid = os.getpid()
         self.refs = 0
         self.lock = _SharedExclusiveLock()
         try:
-            self.env = lmdb.open(
+            self.env: Any = lmdb.open(
                 path,
                 map_size=map_size,
                 subdir=True,
@@ -135,7 +140,10 @@ class _EnvHandle:
             )
         except lmdb.Error as exc:
             raise _translate(exc, f"cannot open LMDB environment at {path!r}") from exc
-        self.max_key = self.env.max_key_size()
+        limit = self.env.max_key_size()
+        if limit < _MAX_KEY:
+            self.env.close()
+            raise StorageException(f"this liblmdb supports keys of {limit} bytes; need {_MAX_KEY}")
         self.generation = 0  # bumped by every resize in this process
 
     def map_size(self) -> int:
@@ -204,7 +212,6 @@ def _release(handle: _EnvHandle) -> None:
 
 
 def _translate(exc: BaseException, what: str) -> StorageException:
-    lmdb = _lmdb()
     if isinstance(exc, lmdb.MapFullError):
         return LmdbMapFullError(f"{what}: the LMDB map could not grow ({exc})")
     text = str(exc)
@@ -265,15 +272,22 @@ class LmdbStore(KVStore):
                 self._handle = handle
             return handle
 
-    def _run(self, write: bool, fn: Callable[[Any], T], what: str) -> T:
-        """Run ``fn(txn)`` in a fresh transaction, growing or adopting the map as needed."""
-        lmdb = _lmdb()
+    def _run(self, write: bool, fn: Callable[[Any], T], what: str, buffers: bool = False) -> T:
+        """Run ``fn(txn)`` in a fresh transaction, growing or adopting the map as needed.
+
+        With ``buffers=True`` values are zero-copy views valid only inside ``fn``.
+        """
         handle = self._env()
+        lock = handle.lock
         for _ in range(_MAX_GROWTHS):
             generation = handle.generation
             try:
-                with handle.lock.shared(), handle.env.begin(write=write) as txn:
-                    return fn(txn)
+                lock.acquire_shared()
+                try:
+                    with handle.env.begin(write=write, buffers=buffers) as txn:
+                        return fn(txn)
+                finally:
+                    lock.release_shared()  # before any resize below
             except lmdb.MapFullError as exc:
                 self._grow(handle, generation, exc, what)
             except lmdb.MapResizedError as exc:
@@ -284,7 +298,6 @@ class LmdbStore(KVStore):
 
     @staticmethod
     def _grow(handle: _EnvHandle, generation: int, exc: BaseException, what: str) -> None:
-        lmdb = _lmdb()
         try:
             with handle.lock.exclusive():
                 if handle.generation == generation:  # not grown by another thread meanwhile
@@ -300,7 +313,6 @@ class LmdbStore(KVStore):
 
     @staticmethod
     def _adopt(handle: _EnvHandle, exc: BaseException, what: str) -> None:
-        lmdb = _lmdb()
         try:
             with handle.lock.exclusive():
                 handle.env.set_mapsize(0)
@@ -322,7 +334,7 @@ class LmdbStore(KVStore):
         raw = key.encode("utf-8")
         if not raw:
             raise UserInputException("the empty string is not a valid key")
-        if len(raw) <= self._env().max_key:
+        if len(raw) <= _MAX_KEY:
             return raw, False
         return raw[:_LONG_PREFIX] + _LONG_MARK + hashlib.sha256(raw).digest(), True
 
@@ -380,7 +392,6 @@ class LmdbStore(KVStore):
         KeyNotFoundException
             If ``key`` is absent.
         """
-        lmdb = _lmdb()
         handle = self._env()
         what = f"read {key!r}"
         for _ in range(_MAX_GROWTHS):
@@ -410,20 +421,7 @@ class LmdbStore(KVStore):
                 raise KeyNotFoundException(f"key {key!r} not found in {self!r}")
             return bytes(memoryview(value)[offset : offset + length])
 
-        return self._run_buffers(fn, f"read_range {key!r}")
-
-    def _run_buffers(self, fn: Callable[[Any], T], what: str) -> T:
-        lmdb = _lmdb()
-        handle = self._env()
-        for _ in range(_MAX_GROWTHS):
-            try:
-                with handle.lock.shared(), handle.env.begin(buffers=True) as txn:
-                    return fn(txn)
-            except lmdb.MapResizedError as exc:
-                self._adopt(handle, exc, what)
-            except lmdb.Error as exc:
-                raise _translate(exc, what) from exc
-        raise StorageException(f"{what}: the LMDB map kept changing size")
+        return self._run(False, fn, f"read_range {key!r}", buffers=True)
 
     def read_many(self, keys: Sequence[str]) -> list[Buffer]:
         """Read ``keys`` in one read transaction (a consistent snapshot)."""
@@ -437,10 +435,12 @@ class LmdbStore(KVStore):
                 out.append(bytes(value))
             return out
 
-        return self._run_buffers(fn, f"read_many of {len(keys)} keys")
+        return self._run(False, fn, f"read_many of {len(keys)} keys", buffers=True)
 
     def exists(self, key: str) -> bool:
-        return self._run_buffers(lambda txn: self._get(txn, key) is not None, f"exists {key!r}")
+        return self._run(
+            False, lambda txn: self._get(txn, key) is not None, f"exists {key!r}", buffers=True
+        )
 
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         """Yield keys starting with ``prefix`` in byte order, a page per short read txn."""
@@ -475,7 +475,7 @@ class LmdbStore(KVStore):
                         break
                 return out
 
-            rows = self._run_buffers(page, f"list_keys {prefix!r}")
+            rows = self._run(False, page, f"list_keys {prefix!r}", buffers=True)
             for _, real in rows:
                 if real:
                     yield real
