@@ -1,14 +1,97 @@
-"""Command line: ``python -m arcticlite`` / ``arcticlite``."""
+"""Command line: ``arcticlite`` / ``python -m arcticlite``.
+
+Look at what a store holds (libraries, symbols, versions, index rows, segments and their
+encodings), collect garbage, and convert between Fermion and Parquet::
+
+    arcticlite libraries  lmdb://./data
+    arcticlite symbols    lmdb://./data prices
+    arcticlite versions   lmdb://./data prices AAPL
+    arcticlite index      lmdb://./data prices AAPL [--as-of 3]
+    arcticlite segments   lmdb://./data prices AAPL [--as-of 3]
+    arcticlite read       lmdb://./data prices AAPL [--as-of 3] [--rows 10]
+    arcticlite gc         lmdb://./data prices [--grace 3600] [--dry-run]
+    arcticlite fermion    {from-parquet,to-parquet,inspect} ...
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Any
+
+import pandas as pd
+
+
+def _as_of(value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return value  # a snapshot name
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="arcticlite", description="Inspect and maintain an arcticlite store.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("libraries", help="list libraries").add_argument("uri")
+    s = sub.add_parser("symbols", help="list symbols of a library")
+    s.add_argument("uri")
+    s.add_argument("library")
+    for name, hlp in (("versions", "every commit of a symbol"), ("index", "table-index rows of a version"),
+                      ("segments", "segments, columns, encodings and sizes of a version"),
+                      ("read", "print a version's data")):
+        c = sub.add_parser(name, help=hlp)
+        c.add_argument("uri")
+        c.add_argument("library")
+        c.add_argument("symbol")
+        if name != "versions":
+            c.add_argument("--as-of", default=None, help="version id or snapshot name")
+        if name == "read":
+            c.add_argument("--rows", type=int, default=20, help="rows to print (head)")
+    g = sub.add_parser("gc", help="delete unreachable segments and index nodes")
+    g.add_argument("uri")
+    g.add_argument("library")
+    g.add_argument("--grace", type=float, default=3600.0, help="seconds (default 3600)")
+    g.add_argument("--dry-run", action="store_true")
+    sub.add_parser("fermion", help="Fermion tools (from-parquet, to-parquet, inspect)", add_help=False)
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    print("usage: arcticlite <command> ...", file=sys.stderr)
-    return 2
+    if argv and argv[0] == "fermion":
+        from arcticlite.format.__main__ import main as fermion_main
+
+        return int(fermion_main(argv[1:]) or 0)
+    args = _parser().parse_args(argv)
+    import arcticlite as adb
+    from arcticlite.exceptions import ArcticException
+
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_columns", 20)
+    try:
+        ac = adb.Arctic(args.uri)
+        if args.command == "libraries":
+            print("\n".join(ac.list_libraries()))
+            return 0
+        lib = ac.get_library(args.library)
+        if args.command == "symbols":
+            print("\n".join(sorted(lib.list_symbols())))
+        elif args.command == "versions":
+            print(lib.inspect_versions(args.symbol).to_string(index=False))
+        elif args.command == "index":
+            print(lib.inspect_index(args.symbol, _as_of(args.as_of)).to_string(index=False))
+        elif args.command == "segments":
+            print(lib.inspect_segments(args.symbol, _as_of(args.as_of)).to_string(index=False))
+        elif args.command == "read":
+            print(lib.head(args.symbol, args.rows, as_of=_as_of(args.as_of)).data)
+        elif args.command == "gc":
+            print(lib.gc(grace_period=args.grace, dry_run=args.dry_run))
+    except ArcticException as exc:
+        print(f"arcticlite: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
