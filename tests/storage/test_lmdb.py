@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import lmdb
 import pytest
+from lmdb.verify import verify as lmdb_verify
 
 from arcticlite.exceptions import (
     KeyNotFoundException,
@@ -34,6 +37,41 @@ def _cas_increments(path: str, n: int) -> None:
             current = bytes(s.read("counter"))
             if s.compare_and_swap("counter", current, str(int(current) + 1).encode()):
                 done += 1
+
+
+def _write_and_ack(path: str, run: int, conn: Any) -> None:
+    with LmdbStore(path, map_size=256 * 1024) as s:  # small map: kills also land mid-growth
+        i = 0
+        while True:
+            value = f"v{i}".encode() * 50
+            assert s.commit({f"ver/{run}/{i:06d}": value}, {f"ref/{run}": str(i).encode()})
+            conn.send(i)  # acknowledged only after the commit returned
+            i += 1
+
+
+def test_kill_9_loses_no_acknowledged_commit(tmp_path: Path) -> None:
+    path = str(tmp_path / "db")
+    ctx = multiprocessing.get_context("spawn")
+    for run in range(2):
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_write_and_ack, args=(path, run, send))
+        proc.start()
+        acked = -1
+        while acked < 30 * (run + 1) and recv.poll(60):  # kill after some acks, not a timer
+            acked = recv.recv()
+        os.kill(proc.pid or 0, signal.SIGKILL)
+        proc.join(30)
+        while recv.poll(0):  # acks sent just before the kill
+            acked = recv.recv()
+        assert proc.exitcode == -signal.SIGKILL
+        assert lmdb_verify(path) == []  # structurally intact
+        with LmdbStore(path) as s:
+            versions = sorted(s.list_keys(f"ver/{run}/"))
+            last = int(bytes(s.read(f"ref/{run}")))
+            assert last >= acked >= 30  # every acknowledged commit is there
+            assert len(versions) == last + 1  # ref and versions moved together (atomic)
+            for v in versions:
+                assert bytes(s.read(v)) == f"v{int(v.rsplit('/', 1)[1])}".encode() * 50
 
 
 def test_map_grows_by_itself(tmp_path: Path) -> None:

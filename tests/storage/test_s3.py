@@ -237,6 +237,22 @@ def test_serialised_moto_is_exact_where_raw_moto_may_not_be(
     assert all(c >= 1 for c in raw_counts)  # someone always wins, even on raw moto
 
 
+def test_forked_child_gets_its_own_client(s3: S3Store) -> None:
+    import multiprocessing
+
+    s3.write_many({"a": b"1", "b": b"2"})  # client and thread pool exist before the fork
+
+    def child() -> None:
+        assert [bytes(v) for v in s3.read_many(["a", "b"])] == [b"1", b"2"]
+        assert s3.write_if_absent("from-child", b"c") is True
+
+    proc = multiprocessing.get_context("fork").Process(target=child)
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == 0
+    assert bytes(s3.read("from-child")) == b"c"
+
+
 def test_store_is_usable_from_many_threads(s3: S3Store) -> None:
     errors: list[BaseException] = []
 
