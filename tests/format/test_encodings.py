@@ -462,3 +462,24 @@ def test_large_arrays_use_sampled_choice() -> None:
     d = describe(roundtrip(prices))
     assert d.startswith("decimal(2)+") and "patches(2)" in d, d
     assert describe(roundtrip(rng.standard_normal(n))) == "plain"
+
+
+def test_input_forms() -> None:
+    rng = _rng()
+    base = rng.integers(0, 1000, 20_000)
+    strided = base[::3]
+    blob = encode_fixed(strided)
+    assert np.array_equal(decode_fixed(blob, strided.dtype, len(strided)), strided)
+    big_endian = base.astype(">i8")
+    blob = encode_fixed(big_endian)
+    assert np.array_equal(decode_fixed(blob, np.dtype("<i8"), len(base)), base)
+    dates = np.arange("2020-01-01", "2021-01-01", dtype="datetime64[D]")
+    blob = encode_fixed(dates)
+    assert np.array_equal(decode_fixed(blob, dates.dtype, len(dates)), dates)
+    for bad in (np.zeros((3, 3)), np.array(["a"], dtype=object), np.zeros(3, np.float16)):
+        with pytest.raises(ValueError):
+            encode_fixed(bad)
+    with pytest.raises(ValueError):
+        decode_fixed(blob, np.dtype(object), 3)
+    with pytest.raises(ValueError):
+        decode_binary(encode_binary(np.array([0], np.int32), b""), 0, np.dtype(np.float64))
