@@ -67,7 +67,8 @@ def _state(cm: ColumnMeta, s: int, st: int) -> str:
     return "pages"
 
 
-def _bitmap_plan(pages: np.ndarray, coll: Collector, total: int) -> Callable[[], pa.Buffer]:
+def _bitmap_plan(pages: np.ndarray, coll: Collector, total: int, validity: bool = False
+                 ) -> Callable[[], pa.Buffer]:
     out = np.empty(total, dtype=np.uint8)
     pos = 0
     for p in pages:
@@ -76,10 +77,14 @@ def _bitmap_plan(pages: np.ndarray, coll: Collector, total: int) -> Callable[[],
         if int(p["raw_length"]) != nbytes:
             raise InvalidFileError("bitmap page size does not match its item count")
         dst = out[pos : pos + cnt]
+        ones = cnt - int(p["null_count"]) if validity else -1
 
-        def fn(mv: memoryview, dst: np.ndarray = dst, cnt: int = cnt, nbytes: int = nbytes) -> None:
+        def fn(mv: memoryview, dst: np.ndarray = dst, cnt: int = cnt, nbytes: int = nbytes,
+               ones: int = ones) -> None:
             raw = _codec.decode_fixed(mv, np.dtype(np.uint8), nbytes)
             dst[:] = np.unpackbits(raw, count=cnt, bitorder="little")
+            if ones >= 0 and int(np.count_nonzero(dst)) != ones:
+                raise InvalidFileError("validity bitmap disagrees with the page null count")
 
         coll.add(p, fn)
         pos += cnt
@@ -177,7 +182,7 @@ def plan_flat(cm: ColumnMeta, ni: int, st: int, coll: Collector,
         vpages = cm.pages[node.streams[0]][st]
         if not np.array_equal(vpages["item_count"], dpages["item_count"]):
             raise InvalidFileError("validity and data pages are not aligned")
-        vfin = _bitmap_plan(vpages[sel], coll, total)
+        vfin = _bitmap_plan(vpages[sel], coll, total, validity=True)
     t = node.type
     if node.kind == FIXED:
         assert node.dtype is not None
@@ -246,7 +251,7 @@ def plan_whole(cm: ColumnMeta, ni: int, st: int, coll: Collector) -> Finisher:
     vfin: Callable[[], pa.Buffer | None] = lambda: None  # noqa: E731
     if vstate == "pages":
         vpages = cm.pages[node.streams[0]][st]
-        vfin = _bitmap_plan(vpages, coll, n)
+        vfin = _bitmap_plan(vpages, coll, n, validity=True)
     kids = [plan_whole(cm, c, st, coll) for c in node.children]
     clen = [int(cm.node_lengths[st, c]) for c in node.children]
     if node.kind == STRUCT:

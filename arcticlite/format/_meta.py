@@ -6,6 +6,7 @@ and every count is bounded by the file size before anything is allocated from it
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,10 @@ def read_footer(rr: RangeReader) -> Footer:
         raise ChecksumError("footer checksum mismatch; the segment is corrupt")
     if int(f["footer_size"]) != L.FOOTER_SIZE:
         raise InvalidFileError(f"footer size {int(f['footer_size'])} != {L.FOOTER_SIZE}")
-    L.check_magic(bytes(rr.read(0, 4)), "header")
+    if rr.size <= len(tail):  # the header is checked when it comes for free
+        L.check_magic(bytes(tail[:4]), "header")
+        if bytes(tail[4:8]) != np.array([f["version_major"], f["version_minor"]], "<u2").tobytes():
+            raise InvalidFileError("header and footer versions differ")
     end = size - L.FOOTER_SIZE
     ncols, nent = int(f["num_columns"]), int(f["cit_entries"])
     batch = bool(int(f["settings"]) & L.SETTING_BATCH_MODE)
@@ -76,9 +80,9 @@ def read_footer(rr: RangeReader) -> Footer:
     L.check_range(int(f["cmb_area_offset"]), int(f["cmb_area_length"]), L.HEADER_SIZE,
                   int(f["schema_offset"]) + 1, "CMB area")
     nrows, nstripes = int(f["num_rows"]), int(f["num_stripes"])
-    if nrows > L.MAX_ROWS or nstripes > max(nrows, 0) + 1 or nstripes > size:
+    if nrows > min(L.MAX_ROWS, max(1 << 24, size << 16)) or nstripes > nrows + 1 or nstripes > size:
         raise InvalidFileError(f"implausible row/stripe counts {nrows}/{nstripes}")
-    if (nrows == 0) != (nstripes == 0) and nrows != 0:
+    if nrows and not nstripes and nent > (1 if batch else 0):
         raise InvalidFileError("rows without stripes")
     return Footer(f, nrows, ncols, nstripes, nent, batch,
                   (int(f["version_major"]), int(f["version_minor"])))
@@ -192,13 +196,8 @@ class ColumnMeta:
 
 def parse_cmb(index: int, fld: pa.Field, entry: np.void, buf: memoryview | bytes,
               footer: Footer, data_end: int, system: bool = False) -> ColumnMeta:
-    if system:
-        nodes = [Node(0, pa.int64(), "batch")]
-        specs = [StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64)),
-                 StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64))]
-        nodes[0].streams = [0, 1]
-    else:
-        nodes, specs = build_nodes(fld.type)
+    """Validate and parse one CMB (checksum first; every offset and count bounded)."""
+    nodes, specs = _system_nodes() if system else build_nodes(fld.type)
     nstripes = footer.num_stripes
     if int(entry["flags"]) & L.CIT_ALL_NULL:
         return ColumnMeta(index, fld, nodes, specs, True, footer.num_rows,
@@ -206,12 +205,12 @@ def parse_cmb(index: int, fld: pa.Field, entry: np.void, buf: memoryview | bytes
                           np.zeros(0, L.STREAM_DTYPE), [None] * len(specs), [[] for _ in specs])
     L.verify(buf, int(entry["cmb_checksum"]), f"CMB of column {index}")
     n = len(buf)
-    h = L.frombuffer(L.CMB_HEADER_DTYPE, buf, 1, "CMB header")[0]
-    if bytes(h["magic"]) != L.CMB_MAGIC:
+    magic, h_stripes, h_streams, h_nodes, nchunks, npages, _ = L.frombuffer(
+        L.CMB_HEADER_DTYPE, buf, 1, "CMB header").item()
+    if magic != L.CMB_MAGIC:
         raise InvalidFileError("bad CMB magic")
-    if (int(h["num_stripes"]), int(h["num_streams"]), int(h["num_nodes"])) != (nstripes, len(specs), len(nodes)):
+    if (h_stripes, h_streams, h_nodes) != (nstripes, len(specs), len(nodes)):
         raise InvalidFileError("CMB counts do not match the footer/schema")
-    nchunks, npages = int(h["num_chunks"]), int(h["num_pages"])
     if nchunks > len(specs) * nstripes or npages * L.PAGE_DTYPE.itemsize > n:
         raise InvalidFileError("CMB chunk/page counts out of range")
     sec = L.cmb_sections(nstripes, len(nodes), len(specs), nchunks, npages)
@@ -227,70 +226,175 @@ def parse_cmb(index: int, fld: pa.Field, entry: np.void, buf: memoryview | bytes
     streams = arr("streams", L.STREAM_DTYPE)
     chunk_all = arr("chunks", L.CHUNK_DTYPE)
     page_all = arr("pages", L.PAGE_DTYPE)
-    if int(stripe_rows.sum(dtype=np.uint64)) != footer.num_rows or (
-            len(stripe_rows) and int(stripe_rows.max()) > L.MAX_ROWS):
-        raise InvalidFileError("stripe row counts do not add up to the file's rows")
-    if nstripes and not system and not np.array_equal(node_lengths[:, 0], stripe_rows):
-        raise InvalidFileError("top node length differs from the stripe row count")
-    if len(node_lengths) and int(node_lengths.max()) > L.MAX_ROWS:
-        raise InvalidFileError("implausible node length")
-    chunks: list[np.ndarray | None] = []
-    pages: list[list[np.ndarray]] = []
-    c_lo, c_hi = sec["chunks"][0], sec["chunks"][0] + sec["chunks"][1]
-    p_lo, p_hi = sec["pages"][0], sec["pages"][0] + sec["pages"][1]
-    for s, spec in enumerate(specs):
-        sm = streams[s]
-        if (int(sm["stream_type"]), int(sm["kind"]), int(sm["dtype_code"])) != (
-                spec.stream_type, spec.kind, spec.dtype_code):
+    srows = stripe_rows.tolist()
+    nl = node_lengths.tolist()
+    if nstripes:
+        if max(srows) > L.MAX_ROWS or max(max(r) for r in nl) > L.MAX_ROWS:
+            raise InvalidFileError("implausible row count in a CMB")
+        if sum(srows) != footer.num_rows:
+            raise InvalidFileError("stripe row counts do not add up to the file's rows")
+        if not system and any(r[0] != n for r, n in zip(nl, srows, strict=True)):
+            raise InvalidFileError("top node length differs from the stripe row count")
+    elif footer.num_rows:
+        raise InvalidFileError("rows without stripes")
+    # stream directory
+    sm = streams.tolist()
+    full = [s for s, row in enumerate(sm) if row[0] == L.DESC_FULL]
+    for spec, (desc, stype, _node, coff, kind, code, _r0, _r1) in zip(specs, sm, strict=True):
+        if (stype, kind, code) != (spec.stream_type, spec.kind, spec.dtype_code):
             raise InvalidFileError("CMB stream directory does not match the column type")
-        d = int(sm["desc_type"])
-        if d in (L.DESC_USE_DEFAULT, L.DESC_FORCE_NULL):
-            if int(sm["chunks_offset"]) or (d == L.DESC_FORCE_NULL and spec.stream_type != L.STREAM_VALIDITY):
+        if desc in (L.DESC_USE_DEFAULT, L.DESC_FORCE_NULL):
+            if coff or (desc == L.DESC_FORCE_NULL and stype != L.STREAM_VALIDITY):
                 raise InvalidFileError("default stream with chunks")
-            chunks.append(None)
-            pages.append([np.zeros(0, L.PAGE_DTYPE)] * nstripes)
-            continue
-        if d != L.DESC_FULL:
-            raise InvalidFileError(f"unknown descType {d}")
-        co = int(sm["chunks_offset"])
-        if co < c_lo or co + nstripes * L.CHUNK_DTYPE.itemsize > c_hi or (co - c_lo) % L.CHUNK_DTYPE.itemsize:
-            raise InvalidFileError("chunk descriptor offset out of range")
-        ch = chunk_all[(co - c_lo) // L.CHUNK_DTYPE.itemsize :][:nstripes]
-        plist = []
+        elif desc != L.DESC_FULL:
+            raise InvalidFileError(f"unknown descType {desc}")
+    if len(full) * nstripes != nchunks:
+        raise InvalidFileError("chunk count does not match the stream directory")
+    # chunk arrays tile the chunk section in stream order; page runs tile the page pool
+    c_lo, p_lo = sec["chunks"][0], sec["pages"][0]
+    for k, s in enumerate(full):
+        if sm[s][3] != c_lo + k * nstripes * L.CHUNK_DTYPE.itemsize:
+            raise InvalidFileError("chunk descriptor offsets out of order")
+    clist = chunk_all.tolist()
+    _check_chunks(chunk_all, clist, page_all, p_lo, data_end)
+    for k, s in enumerate(full):
+        node = sm[s][2]
         for st in range(nstripes):
-            c = ch[st]
-            k = int(c["num_pages"])
-            po = int(c["page_meta_offset"])
-            if k:
-                if po < p_lo or po + k * L.PAGE_DTYPE.itemsize > p_hi or (po - p_lo) % L.PAGE_DTYPE.itemsize:
-                    raise InvalidFileError("page meta offset out of range")
-                pg = page_all[(po - p_lo) // L.PAGE_DTYPE.itemsize :][:k]
-                _check_pages(pg, c, data_end)
-            else:
-                pg = page_all[:0]
-                if int(c["length"]):
-                    raise InvalidFileError("chunk with bytes but no pages")
-            if int(c["item_count"]) != int(node_lengths[st, sm["node"]]):
+            if clist[k * nstripes + st][4] != nl[st][node]:
                 raise InvalidFileError("chunk item count differs from the node length")
-            plist.append(pg)
-        chunks.append(ch)
-        pages.append(plist)
+    _check_nulls(nodes, sm, full, clist, nstripes, nl)
+    npg = chunk_all["num_pages"].astype(np.int64)
+    pstart = np.concatenate([[0], np.cumsum(npg)]).tolist()
+    chunks: list[np.ndarray | None] = [None] * len(specs)
+    empty = page_all[:0]
+    pages: list[list[np.ndarray]] = [[empty] * nstripes for _ in specs]
+    for k, s in enumerate(full):
+        chunks[s] = chunk_all[k * nstripes : (k + 1) * nstripes]
+        base = k * nstripes
+        pages[s] = [page_all[pstart[base + st] : pstart[base + st + 1]] for st in range(nstripes)]
     return ColumnMeta(index, fld, nodes, specs, False, int(entry["null_count"]), stripe_rows,
                       node_lengths, streams, chunks, pages, n)
 
 
-def _check_pages(pg: np.ndarray, c: np.void, data_end: int) -> None:
-    offs = pg["offset"].astype(np.int64)
-    lens = pg["length"].astype(np.int64)
-    if int(offs[0]) != int(c["offset"]) or int(lens.sum()) != int(c["length"]):
-        raise InvalidFileError("pages do not tile their chunk")
-    if len(offs) > 1 and not np.array_equal(offs[1:], offs[:-1] + lens[:-1]):
-        raise InvalidFileError("pages are not contiguous")
-    if int(offs[0]) < L.HEADER_SIZE or int(offs[-1] + lens[-1]) > data_end:
+_KNOWN_FLAGS = (L.FLAG_HAS_STATS | L.FLAG_HAS_NAN | L.FLAG_ALL_VALID | L.FLAG_ALL_NULL
+                | L.FLAG_PREFIX_STATS)
+
+
+def _check_nulls(nodes: list[Node], sm: list[tuple[Any, ...]], full: list[int],
+                 clist: list[tuple[Any, ...]], nstripes: int, nl: list[list[int]]) -> None:
+    """Null counts and all-valid/all-null flags must agree across the streams of a node."""
+    row = {s: k for k, s in enumerate(full)}
+    for _off, _len, _mn, _mx, items, nulls, _npg, _pmo, flags, _r in clist:
+        if flags & ~_KNOWN_FLAGS or nulls > items:
+            raise InvalidFileError("bad chunk flags or null counts")
+    for node in nodes:
+        if not node.streams:
+            continue
+        v = node.streams[0]
+        desc = sm[v][0]
+        lengths = [nl[st][node.index] for st in range(nstripes)]
+        if desc == L.DESC_FULL:
+            want = []
+            for c in clist[row[v] * nstripes : (row[v] + 1) * nstripes]:
+                items, nulls, npg, flags = c[4], c[5], c[6], c[8]
+                an, av = flags & L.FLAG_ALL_NULL, flags & L.FLAG_ALL_VALID
+                if (an and av) or ((an or av) and npg) or (an and nulls != items) \
+                        or (av and nulls) or (not an and not av and not npg and items):
+                    raise InvalidFileError("validity chunk flags disagree with its pages")
+                want.append(nulls)
+        elif desc == L.DESC_FORCE_NULL:
+            want = lengths
+        else:
+            want = [0] * nstripes
+        has_valid = any(n > w for n, w in zip(lengths, want, strict=True))
+        for s in node.streams[1:]:
+            if s not in row:
+                if has_valid:
+                    raise InvalidFileError("a stream with valid items has no chunks")
+                continue
+            for c, w in zip(clist[row[s] * nstripes : (row[s] + 1) * nstripes], want, strict=True):
+                if c[5] != w:
+                    raise InvalidFileError("null counts differ between the streams of a node")
+                if not c[6] and c[4] > c[5]:
+                    raise InvalidFileError("a chunk with valid items has no pages")
+
+
+@functools.lru_cache(maxsize=1)
+def _system_nodes() -> tuple[list[Node], list[StreamSpec]]:
+    node = Node(0, pa.int64(), "batch", streams=[0, 1])
+    return [node], [StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64)),
+                    StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64))]
+
+
+def _check_chunks(chunks: np.ndarray, clist: list[tuple[Any, ...]], pages: np.ndarray, p_lo: int,
+                  data_end: int) -> None:
+    """Checks that the page runs tile their chunks and stay in the data area."""
+    if len(pages) <= 64:
+        _check_chunks_small(clist, pages.tolist(), p_lo, data_end)
+        return
+    npg = chunks["num_pages"].astype(np.int64)
+    if int(npg.sum()) != len(pages):
+        raise InvalidFileError("chunk page counts do not add up to the page pool")
+    first = np.concatenate([[0], np.cumsum(npg)[:-1]]) if len(npg) else npg
+    has = npg > 0
+    pmo = chunks["page_meta_offset"].astype(np.int64)
+    if not np.array_equal(pmo[has], p_lo + first[has] * L.PAGE_DTYPE.itemsize):
+        raise InvalidFileError("page meta offsets out of order")
+    if np.any(chunks["length"][~has]):
+        raise InvalidFileError("chunk with bytes but no pages")
+    if not len(pages):
+        return
+    offs = pages["offset"].astype(np.int64)
+    lens = pages["length"].astype(np.int64)
+    cnt = pages["item_count"].astype(np.int64)
+    if int(offs.min()) < L.HEADER_SIZE or int((offs + lens).max()) > data_end:
         raise FormatEOFError("page range outside the data area")
-    cnt = pg["item_count"].astype(np.int64)
-    if int(cnt.sum()) != int(c["item_count"]):
+    owner = np.repeat(np.arange(len(npg)), npg)
+    is_first = np.zeros(len(pages), dtype=bool)
+    is_first[first[has]] = True
+    cl = np.concatenate([[0], np.cumsum(lens)])
+    cc = np.concatenate([[0], np.cumsum(cnt)])
+    last = first + npg
+    if not np.array_equal(offs[first[has]], chunks["offset"][has].astype(np.int64)):
+        raise InvalidFileError("chunk offset differs from its first page")
+    if not np.array_equal(cl[last[has]] - cl[first[has]], chunks["length"][has].astype(np.int64)):
+        raise InvalidFileError("page lengths do not add up to the chunk length")
+    if not np.array_equal(cc[last[has]] - cc[first[has]], chunks["item_count"][has].astype(np.int64)):
         raise InvalidFileError("page item counts do not add up to the chunk's")
-    first = pg["first_item"].astype(np.int64)
-    if int(first[0]) != 0 or (len(first) > 1 and not np.array_equal(first[1:], np.cumsum(cnt)[:-1])):
+    nf = ~is_first
+    if not np.array_equal(offs[nf], (offs + lens)[np.flatnonzero(nf) - 1]):
+        raise InvalidFileError("pages are not contiguous")
+    if not np.array_equal(pages["first_item"].astype(np.int64), cc[:-1] - cc[first[owner]]):
         raise InvalidFileError("page first items are inconsistent")
+    pn = pages["null_count"].astype(np.int64)
+    cn = np.concatenate([[0], np.cumsum(pn)])
+    if np.any(pn > cnt) or not np.array_equal(cn[last[has]] - cn[first[has]],
+                                              chunks["null_count"][has].astype(np.int64)):
+        raise InvalidFileError("page null counts do not add up to the chunk's")
+
+
+def _check_chunks_small(chunks: list[tuple[Any, ...]], pages: list[tuple[Any, ...]], p_lo: int,
+                        data_end: int) -> None:
+    """:func:`_check_chunks` on Python ints (faster for the usual handful of chunks)."""
+    k = 0
+    for off, length, _mn, _mx, items, nulls, npg, pmo, _fl, _r in chunks:
+        if not npg:
+            if length:
+                raise InvalidFileError("chunk with bytes but no pages")
+            continue
+        if pmo != p_lo + k * L.PAGE_DTYPE.itemsize or k + npg > len(pages):
+            raise InvalidFileError("page meta offsets out of order")
+        pos, first, nn = off, 0, 0
+        for poff, _cs, _a, _b, plen, _raw, cnt, pnn, _f, _e, _rr, fi in pages[k : k + npg]:
+            if poff != pos or fi != first or pnn > cnt:
+                raise InvalidFileError("pages are not contiguous")
+            pos += plen
+            first += cnt
+            nn += pnn
+        if pos - off != length or first != items or nn != nulls:
+            raise InvalidFileError("pages do not add up to their chunk")
+        if off < L.HEADER_SIZE or pos > data_end:
+            raise FormatEOFError("page range outside the data area")
+        k += npg
+    if k != len(pages):
+        raise InvalidFileError("chunk page counts do not add up to the page pool")

@@ -130,6 +130,8 @@ class FermionReader:
         self._schema: pa.Schema | None = None
         self._schema_meta: Any = False
         self._batches: tuple[np.ndarray, np.ndarray] | None = None
+        self._stripe_rows: list[int] | None = None
+        self._starts: list[int] | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -213,8 +215,16 @@ class FermionReader:
         got = dict(zip(todo, bufs, strict=True))
         for i in need:
             fld = pa.field("__batch_meta__", pa.int64()) if i == system else self._fields[i]
-            self._cmeta[i] = parse_cmb(i, fld, self._entries[i], got.get(i, b""), self.footer,
-                                       fo, system=i == system)
+            cm = parse_cmb(i, fld, self._entries[i], got.get(i, b""), self.footer, fo,
+                           system=i == system)
+            if not cm.all_null:
+                rows = cm.stripe_rows.tolist()
+                if self._stripe_rows is None:
+                    self._stripe_rows = rows
+                    self._starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)]).tolist()
+                elif rows != self._stripe_rows:
+                    raise InvalidFileError("columns disagree on stripe boundaries")
+            self._cmeta[i] = cm
 
     @_guard
     def resolve(self, columns: Sequence[str | int] | None) -> list[int]:
@@ -290,11 +300,8 @@ class FermionReader:
         return str(_codec.describe(self._rr.read(offset, length)))
 
     # ------------------------------------------------------------------ reading
-    def _stripe_starts(self, cm: ColumnMeta | None) -> np.ndarray:
-        rows = cm.stripe_rows.astype(np.int64) if cm is not None and not cm.all_null else None
-        if rows is None:
-            return np.array([0, self.num_rows], dtype=np.int64) if self.num_stripes else np.zeros(1, np.int64)
-        return np.concatenate([[0], np.cumsum(rows)])
+    def _stripe_starts(self, cm: ColumnMeta | None) -> list[int]:
+        return self._starts if self._starts is not None else [0, self.num_rows]
 
     def _prune(self, term: F.Term, i: int) -> Intervals | None:
         """Row intervals that may match ``term`` (None: no pruning possible)."""

@@ -7,6 +7,7 @@ node becomes an Arrow array with ``pa.Array.from_buffers`` (no Dremel levels).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +46,10 @@ class StreamSpec:
     stream_type: int
     kind: int
     dtype: np.dtype[Any]  # value dtype for FIXED/LENGTHS, offsets dtype for BINARY, uint8 else
+    dtype_code: int = 0
 
-    @property
-    def dtype_code(self) -> int:
-        return DTYPE_CODES.get(self.dtype.name, 0)
+    def __post_init__(self) -> None:
+        self.dtype_code = DTYPE_CODES.get(self.dtype.name, 0)
 
 
 @dataclass(slots=True)
@@ -76,8 +77,9 @@ def _fixed_dtype(t: pa.DataType) -> np.dtype[Any] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def build_nodes(t: pa.DataType) -> tuple[list[Node], list[StreamSpec]]:
-    """Depth-first node list and stream list for a column of type ``t``."""
+    """Depth-first node list and stream list for a column of type ``t`` (shared: read only)."""
     nodes: list[Node] = []
     streams: list[StreamSpec] = []
 

@@ -422,12 +422,13 @@ class FermionWriter:
         if self._pending_rows or self._pending_batches:
             self._flush(self._pending_rows)
         self._closed = True
+        batch_chunks = self._write_batch_pages() if self._batch_mode else None
         data_end = self._pos
         cmbs: list[tuple[int, int, int, int]] = []  # offset, length, checksum, flags
         for col in self._columns:
             cmbs.append(self._write_cmb(col))
-        if self._batch_mode:
-            cmbs.append(self._write_batch_cmb())
+        if batch_chunks is not None:
+            cmbs.append(self._write_batch_cmb(batch_chunks))
         cmb_end = self._pos
         schema_off = self._pos
         fields: list[tuple[int, int, int]] = []
@@ -570,9 +571,7 @@ class FermionWriter:
         blob = self._cmb_bytes(col.streams, col.chunks, nl, len(col.nodes), stream_nodes)
         return self._emit(blob), len(blob), L.checksum(blob), 0
 
-    def _write_batch_cmb(self) -> tuple[int, int, int, int]:
-        specs = [StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64)),
-                 StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64))]
+    def _write_batch_pages(self) -> list[list[_Chunk]]:
         chunks: list[list[_Chunk]] = [[], []]
         for ids, lens in self._batch_stripes:
             for s, vals in enumerate((ids, lens)):
@@ -585,6 +584,11 @@ class FermionWriter:
                                 encoding=blob[0])
                     c.pages.append(meta)
                 chunks[s].append(c)
+        return chunks
+
+    def _write_batch_cmb(self, chunks: list[list[_Chunk]]) -> tuple[int, int, int, int]:
+        specs = [StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64)),
+                 StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64))]
         nl = np.array([[len(ids)] for ids, _ in self._batch_stripes], dtype=np.uint64).reshape(-1, 1)
         blob = self._cmb_bytes(specs, chunks, nl, 1, [0, 0])
         return self._emit(blob), len(blob), L.checksum(blob), L.CIT_SYSTEM_BATCH_META
