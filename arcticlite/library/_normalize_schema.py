@@ -259,11 +259,15 @@ def _plain(schema: pa.Schema) -> pa.Schema:
 
 
 def _labels_equal(a: Any, b: Any) -> bool:
-    return (
-        type(a) is type(b)
-        and a == b
-        or (a == b and not isinstance(a, str) and not isinstance(b, str))
-    )
+    """Same column label: str only equals str; 1 == 1.0; NaN equals NaN."""
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _raise_mismatch(
