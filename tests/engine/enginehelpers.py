@@ -42,3 +42,20 @@ def assert_frame_equal(a: pd.DataFrame, b: pd.DataFrame, **kw: Any) -> None:
 def versions_of(lib: Library, sym: str) -> list[int]:
     """Live (and snapshot-held) version ids of ``sym``, ascending."""
     return sorted(v.version for v in lib.list_versions(sym))
+
+
+# -- multiprocessing workers (importable by spawned children) ---------------------------------------
+APPEND_TS = pd.Timestamp("2024-01-01")
+
+
+def append_worker(uri: str, lib_name: str, sym: str, tag: int, n: int, barrier: Any) -> None:
+    """Append ``n`` one-row batches (column ``tag`` = this worker, ``seq`` = 0..n-1), all at the
+    same timestamp so that no append depends on the order of the others."""
+    from arcticlite import Arctic
+
+    lib = Arctic(uri)[lib_name]
+    barrier.wait()
+    for k in range(n):
+        df = pd.DataFrame({"tag": np.array([tag], dtype=np.int64), "seq": np.array([k], dtype=np.int64)},
+                          index=pd.DatetimeIndex([APPEND_TS]))
+        lib.append(sym, df)

@@ -1,0 +1,246 @@
+"""A Hypothesis state machine: a library against a pandas model of one symbol's version history.
+
+Random write / append / update / delete(versions) / delete(all) / snapshot / delete_data_in_range /
+prune sequences, checking after every step that the latest read, every live version
+(``as_of=id``), every snapshot (``as_of=name``), ``list_versions`` and ``has_symbol`` agree with
+the model, and that a failing call (append before the last row) changes nothing.
+
+Version ids are taken from what the library returns and only checked to increase: in arcticlite
+a delete is a commit and consumes an id (documented difference from ArcticDB).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from enginehelpers import assert_frame_equal
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from arcticlite import Arctic, Library, LibraryOptions
+from arcticlite.exceptions import AppendOrderException, NoSuchVersionException
+
+T0 = pd.Timestamp("2024-01-01")
+SYM = "s"
+COUNTER = itertools.count()
+
+
+def make_frame(days: list[int], seed: int) -> pd.DataFrame:
+    days = sorted(days)
+    idx = pd.DatetimeIndex([T0 + pd.Timedelta(days=d) for d in days])
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.integers(-100, 100, len(days)).astype(np.int64),
+                         "b": rng.random(len(days))}, index=idx)
+
+
+days_st = st.lists(st.integers(0, 30), min_size=1, max_size=6)
+
+
+def same(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    if len(want) == 0:
+        assert len(got) == 0
+        assert list(got.columns) == list(want.columns)
+        return
+    assert_frame_equal(got, want)
+
+
+class VersionHistory(RuleBasedStateMachine):
+    """Subclassed per backend with ``arctic`` and ``options`` set."""
+
+    arctic: Arctic
+    options: LibraryOptions = LibraryOptions()
+
+    snapshots = Bundle("snapshots")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lib: Library = self.arctic.create_library(f"h{next(COUNTER)}", self.options)
+        self.live: dict[int, pd.DataFrame] = {}
+        self.snaps: dict[str, tuple[int, pd.DataFrame]] = {}
+        self.last_id = -1
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def latest(self) -> tuple[int, pd.DataFrame] | None:
+        if not self.live:
+            return None
+        v = max(self.live)
+        return v, self.live[v]
+
+    def committed(self, version: int, df: pd.DataFrame) -> None:
+        assert version > self.last_id
+        self.last_id = version
+        self.live[version] = df
+
+    def consumed(self) -> None:
+        """A delete / prune commit consumed an id (arcticlite): learn it from the chain."""
+        head = self.lib._engine.head(SYM)
+        if head is not None:
+            assert head.seq > self.last_id
+            self.last_id = head.seq
+
+    # -- rules -----------------------------------------------------------------------------------
+    @rule(days=days_st, seed=st.integers(0, 1000))
+    def write(self, days: list[int], seed: int) -> None:
+        df = make_frame(days, seed)
+        self.committed(self.lib.write(SYM, df).version, df)
+
+    @rule(offsets=st.lists(st.integers(0, 5), min_size=1, max_size=4), seed=st.integers(0, 1000))
+    def append(self, offsets: list[int], seed: int) -> None:
+        cur = self.latest()
+        start = int((cur[1].index[-1] - T0).days) if cur is not None and len(cur[1]) else 0
+        df = make_frame([start + o for o in offsets], seed)
+        item = self.lib.append(SYM, df)
+        base = cur[1] if cur is not None else df.iloc[:0]
+        self.committed(item.version, pd.concat([base, df]) if len(base) else df)
+
+    @precondition(lambda self: self.latest() is not None and len(self.latest()[1]) > 0)
+    @rule(back=st.integers(1, 5), seed=st.integers(0, 1000))
+    def append_before_last_row_changes_nothing(self, back: int, seed: int) -> None:
+        last = int((self.latest()[1].index[-1] - T0).days)
+        df = make_frame([last - back], seed)
+        before = self.lib.list_versions(SYM)
+        try:
+            self.lib.append(SYM, df)
+        except AppendOrderException:
+            pass
+        else:
+            raise AssertionError("append before the last row was accepted")
+        assert self.lib.list_versions(SYM) == before
+
+    @precondition(lambda self: self.latest() is not None)
+    @rule(days=days_st, seed=st.integers(0, 1000))
+    def update(self, days: list[int], seed: int) -> None:
+        df = make_frame(days, seed)
+        _, cur = self.latest()
+        lo, hi = df.index[0], df.index[-1]
+        want = pd.concat([cur[cur.index < lo], df, cur[cur.index > hi]])
+        self.committed(self.lib.update(SYM, df).version, want)
+
+    @precondition(lambda self: self.latest() is not None)
+    @rule(lo=st.integers(-2, 32), width=st.integers(0, 10))
+    def delete_data_in_range(self, lo: int, width: int) -> None:
+        _, cur = self.latest()
+        a, b = T0 + pd.Timedelta(days=lo), T0 + pd.Timedelta(days=lo + width)
+        self.lib.delete_data_in_range(SYM, (a, b))
+        head = self.lib._engine.head(SYM)
+        self.committed(head.seq, cur[(cur.index < a) | (cur.index > b)])
+
+    @precondition(lambda self: len(self.live) > 0)
+    @rule(data=st.data())
+    def delete_some_versions(self, data: st.DataObject) -> None:
+        ids = data.draw(st.lists(st.sampled_from(sorted(self.live)), min_size=1, max_size=3, unique=True))
+        self.lib.delete(SYM, versions=ids)
+        for v in ids:
+            del self.live[v]
+        self.consumed()
+
+    @precondition(lambda self: len(self.live) > 0)
+    @rule()
+    def delete_all(self) -> None:
+        self.lib.delete(SYM)
+        self.live.clear()
+        self.consumed()
+
+    @precondition(lambda self: len(self.live) > 1)
+    @rule()
+    def prune(self) -> None:
+        v, df = self.latest()
+        self.lib.prune_previous_versions(SYM)
+        self.live = {v: df}
+        self.consumed()
+
+    @precondition(lambda self: len(self.live) > 0)
+    @rule(target=snapshots, data=st.data())
+    def snapshot(self, data: st.DataObject) -> str:
+        name = f"snap{len(self.snaps)}"
+        v = data.draw(st.sampled_from(sorted(self.live)))
+        self.lib.snapshot(name, versions={SYM: v})
+        self.snaps[name] = (v, self.live[v])
+        return name
+
+    @rule(name=snapshots)
+    def read_snapshot(self, name: str) -> None:
+        if name not in self.snaps:
+            return
+        v, df = self.snaps[name]
+        item = self.lib.read(SYM, as_of=name)
+        assert item.version == v
+        same(item.data, df)
+
+    @precondition(lambda self: len(self.snaps) > 0)
+    @rule(data=st.data())
+    def delete_snapshot(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.snaps)))
+        self.lib.delete_snapshot(name)
+        del self.snaps[name]
+
+    @precondition(lambda self: self.latest() is not None)
+    @rule(lo=st.integers(-1, 31), width=st.integers(0, 8))
+    def read_date_range(self, lo: int, width: int) -> None:
+        _, cur = self.latest()
+        a, b = T0 + pd.Timedelta(days=lo), T0 + pd.Timedelta(days=lo + width)
+        same(self.lib.read(SYM, date_range=(a, b)).data, cur[(cur.index >= a) & (cur.index <= b)])
+
+    @rule(v=st.integers(0, 40))
+    def read_as_of(self, v: int) -> None:
+        if v in self.live:
+            same(self.lib.read(SYM, as_of=v).data, self.live[v])
+        else:
+            with pytest.raises(NoSuchVersionException):
+                self.lib.read(SYM, as_of=v)
+
+    # -- invariants ------------------------------------------------------------------------------
+    @invariant()
+    def latest_matches(self) -> None:
+        cur = self.latest()
+        assert self.lib.has_symbol(SYM) == (cur is not None)
+        assert self.lib.list_symbols() == ([SYM] if cur is not None else [])
+        if cur is None:
+            with pytest.raises(NoSuchVersionException):
+                self.lib.read(SYM)
+            return
+        item = self.lib.read(SYM)
+        assert item.version == cur[0]
+        same(item.data, cur[1])
+
+    @invariant()
+    def versions_match(self) -> None:
+        listed = self.lib.list_versions(SYM)
+        live = {k.version for k, info in listed.items() if not info.deleted}
+        assert live == set(self.live)
+        held = {v for v, _ in self.snaps.values()}
+        assert {k.version for k, info in listed.items() if info.deleted} == held - set(self.live)
+
+
+def run(arctic: Arctic, max_examples: int, steps: int, options: LibraryOptions = LibraryOptions()) -> None:
+    machine: Any = type("Machine", (VersionHistory,), {"arctic": arctic, "options": options})
+    run_state_machine_as_test(
+        machine,
+        settings=settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
+                          suppress_health_check=list(HealthCheck), database=None),
+    )
+
+
+BUDGET = {"memory": (60, 25), "lmdb": (30, 20), "s3": (5, 12)}
+
+
+def test_history_matches_pandas_model(uri: str, backend: str) -> None:
+    examples, steps = BUDGET[backend]
+    run(Arctic(uri), examples, steps)
+
+
+@pytest.mark.parametrize("backend", [pytest.param("memory", marks=pytest.mark.memory)])
+def test_history_matches_pandas_model_tiny_segments(uri: str, backend: str) -> None:
+    run(Arctic(uri), 30, 20, LibraryOptions(rows_per_segment=2, columns_per_segment=1))

@@ -1,0 +1,148 @@
+"""The symbol-list cache (DESIGN §4, invariant 5): ``list_symbols`` agrees with ``has_symbol``
+for one client, converges for many clients, and survives compaction and reloads."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from enginehelpers import frame
+
+from arcticlite import Arctic, Library
+from arcticlite.exceptions import NoSuchVersionException
+
+SYMS = [f"sym{k}" for k in range(8)] + ["a/b", "é"]
+
+
+def journal_keys(lib: Library) -> int:
+    return sum(1 for _ in lib._store.list_keys(lib._keys.sl_prefix + "j/"))
+
+
+def random_ops(libs: list[Library], n: int, seed: int) -> set[str]:
+    """Random writes / appends / deletes (all or some versions) through ``libs``; returns the
+    symbols that should be live."""
+    rng = random.Random(seed)
+    live: dict[str, int] = {}  # symbol -> number of live versions
+    for step in range(n):
+        lib = rng.choice(libs)
+        sym = rng.choice(SYMS)
+        op = rng.random()
+        if op < 0.45:
+            lib.write(sym, frame(1, base=step))
+            live[sym] = live.get(sym, 0) + 1
+        elif op < 0.55:
+            lib.write_metadata(sym, step) if sym in live else lib.write(sym, frame(1))
+            live[sym] = live.get(sym, 0) + 1
+        elif op < 0.8:
+            lib.delete(sym)
+            live.pop(sym, None)
+        elif sym in live:
+            versions = sorted(v.version for v in lib.list_versions(sym))
+            lib.delete(sym, versions=[versions[-1]])  # may kill the last live version
+            live[sym] -= 1
+            if live[sym] == 0:
+                del live[sym]
+        else:
+            with pytest.raises(NoSuchVersionException):
+                lib.delete(sym, versions=[0, 10_000])
+    return set(live)
+
+
+def test_list_symbols_agrees_with_has_symbol(lib: Library) -> None:
+    rng = random.Random(1)
+    expected: set[str] = set()
+    for step in range(60):
+        sym = rng.choice(SYMS)
+        if rng.random() < 0.6:
+            lib.write(sym, frame(1, base=step))
+            expected.add(sym)
+        else:
+            lib.delete(sym)
+            expected.discard(sym)
+        if step % 6 == 0:
+            listed = set(lib.list_symbols())
+            assert listed == expected
+            assert listed == {s for s in SYMS if lib.has_symbol(s)}
+
+
+def test_list_symbols_random_histories(lib: Library) -> None:
+    expected = random_ops([lib], 80, seed=7)
+    assert set(lib.list_symbols()) == expected
+    assert {s for s in SYMS if lib.has_symbol(s)} == expected
+    assert len(lib.list_symbols()) == len(set(lib.list_symbols()))  # no duplicates
+
+
+def test_list_symbols_regex(lib: Library) -> None:
+    for s in ("AAPL", "AMZN", "MSFT", "xAAPL"):
+        lib.write(s, frame(1))
+    assert set(lib.list_symbols(regex="^A")) == {"AAPL", "AMZN"}
+    assert set(lib.list_symbols(regex="AAPL")) == {"AAPL", "xAAPL"}  # search semantics
+    assert lib.list_symbols(regex="^Z") == []
+
+
+@pytest.fixture
+def two_clients(ac: Arctic, uri: str, backend: str) -> tuple[Library, Library]:
+    """Two independent clients of one library (memory: a second Arctic over the same store)."""
+    a = ac.create_library("lib")
+    other = Arctic(uri) if backend != "memory" else Arctic("mem://", store=ac._store)
+    return a, other["lib"]
+
+
+def test_two_clients_converge(two_clients: tuple[Library, Library]) -> None:
+    a, b = two_clients
+    expected = random_ops([a, b], 80, seed=11)
+    assert set(a.list_symbols()) == expected
+    assert set(b.list_symbols()) == expected
+    assert {s for s in SYMS if b.has_symbol(s)} == expected
+
+
+def test_compaction_past_threshold_keeps_the_answer(two_clients: tuple[Library, Library]) -> None:
+    a, b = two_clients
+    a._symbol_list.threshold = 5
+    expected = set()
+    for step in range(40):
+        sym = SYMS[step % len(SYMS)]
+        if step % 3 == 2:
+            a.delete(sym)
+            expected.discard(sym)
+        else:
+            a.write(sym, frame(1))
+            expected.add(sym)
+        assert set(a.list_symbols()) == expected  # compacts whenever the journal passes 5
+        assert journal_keys(a) <= 5 + 1
+    assert set(b.list_symbols()) == expected  # another client reads the compacted cache
+    # the other client keeps writing journal entries after the compaction
+    b.delete(SYMS[0])
+    b.write("late", frame(1))
+    expected = (expected - {SYMS[0]}) | {"late"}
+    assert set(a.list_symbols()) == expected
+    assert set(b.list_symbols()) == expected
+
+
+def test_compact_and_reload_symbol_list(lib: Library) -> None:
+    for s in SYMS[:5]:
+        lib.write(s, frame(1))
+    lib.delete(SYMS[0])
+    expected = set(SYMS[1:5])
+    n = lib.compact_symbol_list()
+    assert isinstance(n, int) and n >= 6
+    assert journal_keys(lib) == 0
+    assert set(lib.list_symbols()) == expected
+    assert lib.reload_symbol_list() is None
+    assert set(lib.list_symbols()) == expected
+    # a lost cache is rebuilt from the version refs
+    lib._store.delete(list(lib._store.list_keys(lib._keys.sl_prefix)))
+    assert set(lib.list_symbols()) == expected
+    lib.write(SYMS[0], frame(1))
+    assert set(lib.list_symbols()) == expected | {SYMS[0]}
+
+
+def test_staged_and_pickled_symbols(lib: Library) -> None:
+    lib.stage("staged", frame(2))
+    lib.write_pickle("pickled", {"x": 1})
+    lib.write_metadata("meta_only", 1)
+    assert set(lib.list_symbols()) == {"pickled", "meta_only"}
+    lib.finalize_staged_data("staged")
+    assert set(lib.list_symbols()) == {"pickled", "meta_only", "staged"}  # ArcticDB #1324: listed
+    lib.compact_symbol_list()
+    assert set(lib.list_symbols()) == {"pickled", "meta_only", "staged"}
