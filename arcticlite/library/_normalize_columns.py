@@ -13,8 +13,9 @@ Hints
 ``"object"``
     An object column of Python scalars that Arrow stores natively (ints, floats, bools,
     Timestamps): rebuilt as an ``object`` column of Python scalars, nulls as ``None``.
-``"object:nan"``
-    Like ``""``/``"object"`` but the missing values were ``NaN`` rather than ``None``.
+``"object:nan"``, ``"object:nat"``, ``"object:na"``
+    Like ``""``/``"object"`` but the missing values were ``NaN`` / ``NaT`` / ``pd.NA``
+    rather than ``None`` (the most frequent kind in the column).
 ``"pylist"``
     An object column of Python lists (stored as an Arrow list type).
 ``"Int64"``, ``"UInt8"``, ``"Float64"``, ``"boolean"``, ...
@@ -142,21 +143,27 @@ def _numpy_to_arrow(arr: np.ndarray, label: Any) -> tuple[pa.Array | pa.ChunkedA
     raise _reject(label, arr.dtype, f"Unsupported dtype '{arr.dtype}'")
 
 
+_NULL_VALUES = {"nan": np.nan, "nat": pd.NaT, "na": pd.NA}
+_NULL_TEXT = (("", "None"), ("nan", "nan"), ("nat", "NaT"), ("na", "<NA>"))
+
+
 def _null_hint(arr: np.ndarray, isna: np.ndarray) -> str:
-    """``":nan"`` when the column's missing values are NaN rather than None."""
+    """``":nan"`` / ``":nat"`` / ``":na"`` when most missing values are NaN / NaT / pd.NA
+    rather than None (Arrow keeps one kind of null per column)."""
     nulls = arr[isna]
     if not len(nulls):
         return ""
-    # str() on the (few) missing values only: 'None', 'nan', '<NA>', 'NaT'.
-    text = nulls.astype(str)
-    n_nan = int(np.count_nonzero(text == "nan"))
-    return ":nan" if n_nan * 2 > len(nulls) else ""
+    text = nulls.astype(str)  # str() of the missing values only: 'None', 'nan', 'NaT', '<NA>'
+    counts = {kind: int(np.count_nonzero(text == t)) for kind, t in _NULL_TEXT}
+    kind = max(counts, key=lambda k: counts[k])  # ties: None
+    return f":{kind}" if kind else ""
 
 
 def _object_to_arrow(arr: np.ndarray, label: Any) -> tuple[pa.Array | pa.ChunkedArray, str]:
     isna = pd.isna(arr)
     nullhint = _null_hint(arr, isna)
-    inferred = infer_dtype(arr, skipna=True)
+    # on the non-missing values: pandas calls [1.5, None] "mixed-integer-float"
+    inferred = infer_dtype(arr[~isna] if isna.any() else arr, skipna=False)
     if inferred == "empty":
         return pa.nulls(len(arr)), ("object" + nullhint) if nullhint else ""
     if inferred in ("string", "bytes"):
@@ -254,7 +261,7 @@ def arrow_to_pandas(col: pa.Array | pa.ChunkedArray, hint: str) -> Any:
         return pd.arrays.ArrowExtensionArray(col)
     elif base == "pylist":
         out = pd.Series(col.to_pylist(), dtype=object).to_numpy()
-        return _fill_nan(out, col) if null_kind == "nan" else out
+        return _fill_nulls(out, col, null_kind)
     elif base == "object":
         if (
             pa.types.is_string(typ)
@@ -269,7 +276,7 @@ def arrow_to_pandas(col: pa.Array | pa.ChunkedArray, hint: str) -> Any:
             out[np.asarray(col.is_null())] = None
         else:
             out = pd.Series(col.to_pylist(), dtype=object).to_numpy()
-        return _fill_nan(out, col) if null_kind == "nan" else out
+        return _fill_nulls(out, col, null_kind)
     return col.to_pandas().array if pa.types.is_dictionary(typ) else _default(col)
 
 
@@ -278,9 +285,10 @@ def _default(col: pa.ChunkedArray) -> Any:
     return s.array if not isinstance(s.dtype, np.dtype) else s.to_numpy()
 
 
-def _fill_nan(out: np.ndarray, col: pa.ChunkedArray) -> np.ndarray:
-    if col.null_count:
+def _fill_nulls(out: np.ndarray, col: pa.ChunkedArray, kind: str) -> np.ndarray:
+    """Put the recorded kind of missing value (NaN, NaT, pd.NA) where Arrow has nulls."""
+    if kind in _NULL_VALUES and col.null_count:
         if not out.flags.writeable:
             out = out.copy()
-        out[np.asarray(col.is_null())] = np.nan
+        out[np.asarray(col.is_null())] = _NULL_VALUES[kind]
     return out
