@@ -210,15 +210,19 @@ def find_exponent(xf: np.ndarray) -> tuple[int, float]:
         Exponent and exception rate (0 = every value round-trips).
     """
     flat = xf.reshape(-1)
-    best_e, best_bad = 0, len(flat) + 1
-    for e in range(MAX_DECIMAL_EXPONENT + 1):
-        _, ok = decimal_split(flat, e)
-        bad = len(flat) - int(ok.sum())
-        if bad < best_bad:
-            best_e, best_bad = e, bad
-            if bad == 0:
-                break
-    return best_e, best_bad / max(1, len(flat))
+    if len(flat) == 0:
+        return 0, 0.0
+    powers = np.array([10.0**e for e in range(MAX_DECIMAL_EXPONENT + 1)])[:, None]
+    with np.errstate(all="ignore"):
+        scaled = np.rint(flat.astype(np.float64)[None, :] * powers)
+        valid = np.abs(scaled) <= 2.0**53
+        dec = np.where(valid, scaled, 0.0).astype(I64) / powers
+    if xf.dtype.itemsize == 4:
+        dec = dec.astype(np.float32)
+    ud = unsigned_of(xf.dtype)
+    ok = (valid & (dec.view(ud) == flat.view(ud)[None, :])).sum(axis=1)
+    e = int(np.argmax(ok))  # the smallest exponent among the best
+    return e, 1.0 - int(ok[e]) / len(flat)
 
 
 def decimal_split(xf: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray]:

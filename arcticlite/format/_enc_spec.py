@@ -57,11 +57,15 @@ MAX_DECIMAL_EXPONENT = 18
 MAX_NESTING = 8
 
 
+_UNSIGNED = {n: np.dtype(f"<u{n}") for n in (1, 2, 4, 8)}
+_SIGNED = {n: np.dtype(f"<i{n}") for n in (1, 2, 4, 8)}
+
+
 def unsigned_of(dtype: np.dtype) -> np.dtype:
     """Return the unsigned integer dtype with the itemsize of ``dtype``."""
-    return np.dtype(f"<u{dtype.itemsize}")
+    return _UNSIGNED[dtype.itemsize]
 
 
 def signed_of(dtype: np.dtype) -> np.dtype:
     """Return the signed integer dtype with the itemsize of ``dtype``."""
-    return np.dtype(f"<i{dtype.itemsize}")
+    return _SIGNED[dtype.itemsize]

@@ -34,7 +34,7 @@ ZSTD_LEVELS = (1, 3)
 _ZSTD_LEVELS = {lvl: pa.Codec("zstd", compression_level=lvl) for lvl in ZSTD_LEVELS}
 _LZ4 = pa.Codec("lz4")
 _CODECS = {ZSTD: _ZSTD_LEVELS[1], LZ4: _LZ4}
-_PROBE = 1 << 16
+_PROBE = 1 << 14
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -55,7 +55,7 @@ def wrap(eid: int, blob: bytes, level: int = 1) -> bytes:
 
 
 def _worth_trying(blob: bytes) -> bool:
-    """Probe a 64 KiB slice of a large blob: skip compression of incompressible bytes."""
+    """Probe a 16 KiB slice of a large blob: skip compression of incompressible bytes."""
     if len(blob) <= 4 * _PROBE:
         return True
     mid = len(blob) // 2
