@@ -59,3 +59,17 @@ def append_worker(uri: str, lib_name: str, sym: str, tag: int, n: int, barrier: 
         df = pd.DataFrame({"tag": np.array([tag], dtype=np.int64), "seq": np.array([k], dtype=np.int64)},
                           index=pd.DatetimeIndex([APPEND_TS]))
         lib.append(sym, df)
+
+
+def endless_append_worker(uri: str, lib_name: str, sym: str, started: Any) -> None:
+    """Append one-row batches (``seq`` = 0, 1, ...) until killed."""
+    from arcticlite import Arctic
+
+    lib = Arctic(uri)[lib_name]
+    k = 0
+    while True:
+        df = pd.DataFrame({"seq": np.array([k], dtype=np.int64)}, index=pd.DatetimeIndex([APPEND_TS]))
+        lib.append(sym, df)
+        k += 1
+        if k == 3:
+            started.set()

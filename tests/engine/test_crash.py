@@ -1,0 +1,141 @@
+"""Crash safety (DESIGN §2 invariant 3): a failure or a kill at the commit point leaves every
+symbol readable at its last committed version, and a failed call changes nothing visible."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+from collections.abc import Callable
+
+import pandas as pd
+import pytest
+from enginehelpers import assert_frame_equal, endless_append_worker, frame
+
+from arcticlite import Arctic, Library
+from arcticlite.exceptions import ArcticException, CommitStateUnknownError, StorageException
+from arcticlite.storage import FaultInjectingStore
+
+COMMIT_OPS = {"commit", "write_if_absent"}  # the commit point: atomic commit (LMDB, memory) or create-if-absent (S3)
+
+OPS: dict[str, Callable[[Library], object]] = {
+    "write": lambda lib: lib.write("s", frame(7, base=100)),
+    "append": lambda lib: lib.append("s", frame(2, start="2024-02-01", base=100)),
+    "update": lambda lib: lib.update("s", frame(2, start="2024-01-02", base=100)),
+    "delete_data_in_range": lambda lib: lib.delete_data_in_range("s", (pd.Timestamp("2024-01-02"), pd.Timestamp("2024-01-03"))),
+    "write_metadata": lambda lib: lib.write_metadata("s", "new"),
+    "delete_version": lambda lib: lib.delete("s", versions=[0]),
+    "delete_all": lambda lib: lib.delete("s"),
+    "prune": lambda lib: lib.prune_previous_versions("s"),
+    "write_pickle": lambda lib: lib.write_pickle("s", {"x": 1}),
+    "finalize": lambda lib: lib.finalize_staged_data("s", mode="append"),
+}
+
+
+def setup_symbol(lib: Library) -> None:
+    lib.write("s", frame(5), metadata="v0")
+    lib.append("s", frame(2, start="2024-01-10", base=50), metadata="v1")
+    lib.stage("s", frame(1, start="2024-03-01", base=7))
+
+
+def observe(lib: Library) -> tuple[object, ...]:
+    """What a user can see of symbol ``s``."""
+    item = lib.read("s")
+    return (sorted((k.version, v.deleted) for k, v in lib.list_versions("s").items()), item.version,
+            item.metadata, lib.list_symbols(), lib.has_symbol("s"), item.data)
+
+
+def assert_same_view(a: tuple[object, ...], b: tuple[object, ...]) -> None:
+    assert a[:-1] == b[:-1]
+    assert_frame_equal(a[-1], b[-1])  # type: ignore[arg-type]
+
+
+def clean_client(ac: Arctic, uri: str, backend: str) -> Library:
+    return (ac if backend == "memory" else Arctic(uri))["lib"]
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_failure_at_commit_point_changes_nothing(ac: Arctic, uri: str, backend: str, op: str) -> None:
+    setup_symbol(ac.create_library("lib"))
+    before = observe(clean_client(ac, uri, backend))
+    faulty = Arctic(uri, store=FaultInjectingStore(ac._store, seed=0, error_rate=1.0, ops=COMMIT_OPS))
+    with pytest.raises(ArcticException) as info:
+        OPS[op](faulty["lib"])
+    assert isinstance(info.value, CommitStateUnknownError | StorageException)
+    if backend == "s3":
+        assert isinstance(info.value, CommitStateUnknownError)
+    lib = clean_client(ac, uri, backend)
+    assert_same_view(observe(lib), before)
+    assert_frame_equal(lib.read("s", as_of=0).data, frame(5))
+    # the library keeps working: the next commit takes the next id
+    assert lib.write("s", frame(1, base=9)).version == 2
+    assert_frame_equal(lib.read("s").data, frame(1, base=9))
+
+
+@pytest.mark.parametrize("op", ["write", "append", "update", "delete_version"])
+def test_lost_commit_response_leaves_old_or_new_state(ac: Arctic, uri: str, backend: str, op: str) -> None:
+    """The commit lands but its response is lost: the caller may see an error, but readers see
+    exactly the old or the new version, never a mix."""
+    setup_symbol(ac.create_library("lib"))
+    before = observe(clean_client(ac, uri, backend))
+    faulty = Arctic(uri, store=FaultInjectingStore(ac._store, seed=0, after_rate=1.0, ops=COMMIT_OPS))
+    try:
+        OPS[op](faulty["lib"])
+    except ArcticException:
+        pass
+    lib = clean_client(ac, uri, backend)
+    after = observe(lib)
+    reference = Arctic("mem://").create_library("lib")
+    setup_symbol(reference)
+    OPS[op](reference)
+    new = observe(reference)
+    assert after[:-1] in (before[:-1], new[:-1])
+    assert_same_view(after, before if after[:-1] == before[:-1] else new)
+    if (0, False) in after[0]:  # type: ignore[operator]
+        assert_frame_equal(lib.read("s", as_of=0).data, frame(5))
+
+
+def test_crash_after_data_writes_before_commit(lib: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process dying after writing segments but before the commit point."""
+    setup_symbol(lib)
+    before = observe(lib)
+
+    class Crash(BaseException):
+        pass
+
+    def crash(*_a: object, **_k: object) -> None:
+        raise Crash
+
+    monkeypatch.setattr(lib._engine, "commit", crash)
+    for op in ("write", "append", "update", "delete_data_in_range", "finalize"):
+        with pytest.raises(Crash):
+            OPS[op](lib)
+    monkeypatch.undo()
+    assert_same_view(observe(lib), before)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", [pytest.param("lmdb", marks=pytest.mark.lmdb),
+                                     pytest.param("s3", marks=pytest.mark.s3)])
+def test_killed_writer_leaves_symbol_readable(uri: str) -> None:
+    Arctic(uri).create_library("lib")
+    ctx = mp.get_context("spawn")
+    started = ctx.Event()
+    p = ctx.Process(target=endless_append_worker, args=(uri, "lib", "sym", started))
+    p.start()
+    try:
+        assert started.wait(120)
+    finally:
+        os.kill(p.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        p.join(30)
+    lib = Arctic(uri)["lib"]
+    final = lib.read("sym").data
+    n = len(final)
+    assert n >= 3
+    assert final["seq"].tolist() == list(range(n))  # acknowledged or not, never a gap or a duplicate
+    versions = sorted(v.version for v in lib.list_versions("sym"))
+    assert versions == list(range(n))
+    for v in versions[-3:]:
+        assert_frame_equal(lib.read("sym", as_of=v).data, final.iloc[: v + 1])
+    lib.append("sym", final.iloc[-1:].assign(seq=n))  # writable afterwards
+    assert lib.read("sym").version == n
