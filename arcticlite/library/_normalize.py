@@ -17,6 +17,7 @@ without a copy in both directions where pyarrow allows.
 from __future__ import annotations
 
 import enum
+import json
 import warnings
 from typing import Any
 
@@ -446,8 +447,8 @@ def _split(table: pa.Table, meta: NormMeta) -> tuple[list[str], list[str]]:
 def _arrow_index_output(table: pa.Table, meta: NormMeta) -> pa.Table:
     """Give a ``dt`` index column its tz and unit back (metadata-only casts)."""
     for name, hint in zip(meta.index_columns, meta.index_hints, strict=False):
-        if hint == "dt" and name in table.column_names:
-            pos = table.column_names.index(name)
+        pos = table.schema.get_field_index(name) if hint == "dt" else -1
+        if pos >= 0:
             col = table.column(pos)
             target = pa.timestamp(meta.index_unit, tz=meta.tz)
             if col.type != target:
@@ -471,6 +472,49 @@ def _to_arrow(table: pa.Table, meta: NormMeta, *, unique: bool = False) -> pa.Ta
             order.insert(meta.index_position, 0)
             table = table.select(order)
     return table
+
+
+def _pandas_metadata(table: pa.Table, meta: NormMeta) -> bytes | None:
+    """pyarrow's ``pandas`` schema metadata for pyarrow output of pandas data, as ArcticDB
+    attaches it: ``out.to_pandas()`` then restores the index (kind, name, tz) and dtypes.
+
+    pyarrow builds the entries of the index and of hinted columns (nullable, object, ...) from
+    a zero-row rebuild of just those; plain columns need only their name (Arrow's type says the
+    rest), so wide tables cost O(columns) JSON, not a pandas round trip.
+    """
+    if meta.kind not in ("dataframe", "series"):
+        return None
+    try:
+        index_present, data_names = _split(table, meta)
+        _, hints = meta.describe(data_names)
+        special = [n for n, h in zip(data_names, hints, strict=True) if h]
+        empty = denormalize(table.select([*index_present, *special]).slice(0, 0), meta)
+        frame = empty.to_frame() if isinstance(empty, pd.Series) else empty
+        frame.columns = special if len(frame.columns) == len(special) else list(frame.columns)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            md = json.loads(pa.Schema.from_pandas(frame, preserve_index=None).metadata[b"pandas"])
+        generated = [c for c in md["index_columns"] if isinstance(c, str)]
+        if len(generated) != len(index_present):
+            return None
+        rename = dict(zip(generated, index_present, strict=True))
+        md["index_columns"] = [
+            rename.get(c, c) if isinstance(c, str) else c for c in md["index_columns"]
+        ]
+        for c in md["index_columns"]:
+            if isinstance(c, dict) and c.get("kind") == "range":
+                c["stop"] = c["start"] + table.num_rows * c["step"]
+        entries = {}
+        for col in md["columns"]:
+            col["field_name"] = rename.get(col["field_name"], col["field_name"])
+            entries[col["field_name"]] = col
+        plain = {"pandas_type": "object", "numpy_type": "object", "metadata": None}
+        md["columns"] = [
+            entries.get(n) or {"name": n, "field_name": n, **plain} for n in data_names
+        ] + [entries[n] for n in index_present if n in entries]
+        return json.dumps(md).encode()
+    except (ValueError, TypeError, KeyError, pa.ArrowException):
+        return None  # metadata is a convenience; the table itself is complete
 
 
 def _to_polars(table: pa.Table) -> Any:
@@ -605,7 +649,9 @@ def denormalize(
     """
     fmt = OutputFormat(output_format)
     if fmt is OutputFormat.PYARROW:
-        return _to_arrow(table, meta)
+        out = _to_arrow(table, meta)
+        pandas_md = _pandas_metadata(table, meta)
+        return out if pandas_md is None else out.replace_schema_metadata({b"pandas": pandas_md})
     if fmt is OutputFormat.POLARS:
         return _to_polars(_to_arrow(table, meta, unique=True))
     del row_offset  # reserved; see docstring

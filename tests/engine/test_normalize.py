@@ -449,6 +449,31 @@ def test_pyarrow_output_index_has_tz_and_unit():
     assert out.column_names == ["t", "x"]
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        pd.DataFrame(
+            {"x": [1.5, 2.5], "n": pd.array([1, None], dtype="Int64")},
+            index=pd.date_range("2024", periods=2, tz="Asia/Tokyo", name="t"),
+        ),
+        pd.DataFrame({"x": [1, 2]}, index=pd.date_range("2024", periods=2)),
+        pd.DataFrame({"x": [1, 2, 3]}, index=pd.RangeIndex(10, 16, 2, name="r")),
+        pd.DataFrame(
+            {"x": [1, 2]}, index=pd.MultiIndex.from_arrays([[1, 2], ["a", "b"]], names=["i", None])
+        ),
+        pd.Series([1.0, 2.0], index=pd.Index(["a", "b"], name="k"), name="s"),
+    ],
+)
+def test_pyarrow_output_to_pandas_restores_index(data):
+    """As with ArcticDB's Arrow output, ``table.to_pandas()`` gives the frame back."""
+    table, meta = normalize(data)
+    out = denormalize(table, meta, output_format="pyarrow").to_pandas()
+    expected = data.to_frame() if isinstance(data, pd.Series) else data
+    pd.testing.assert_frame_equal(out, expected, check_freq=False)
+    sliced = denormalize(table.slice(1), meta, output_format="pyarrow").to_pandas()
+    assert len(sliced) == len(data) - 1
+
+
 def test_pyarrow_output_range_index_no_column():
     table, meta = normalize(pd.DataFrame({"x": [1, 2]}))
     assert denormalize(table, meta, output_format=OutputFormat.PYARROW).column_names == ["x"]
