@@ -224,8 +224,8 @@ class VersionHistory(RuleBasedStateMachine):
         assert {k.version for k, info in listed.items() if info.deleted} == held - set(self.live)
 
 
-def run(arctic: Arctic, max_examples: int, steps: int, options: LibraryOptions = LibraryOptions()) -> None:
-    machine: Any = type("Machine", (VersionHistory,), {"arctic": arctic, "options": options})
+def run(arctic: Arctic, max_examples: int, steps: int, options: LibraryOptions | None = None) -> None:
+    machine: Any = type("Machine", (VersionHistory,), {"arctic": arctic, "options": options or LibraryOptions()})
     run_state_machine_as_test(
         machine,
         settings=settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
