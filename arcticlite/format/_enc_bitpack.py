@@ -22,6 +22,8 @@ __all__ = ["bit_width", "pack", "packed_words", "unpack_into"]
 _U64 = np.dtype(np.uint64)
 #: Up to this many lanes, unpacking works on the whole (64, L) matrix at once.
 _SMALL_LANES = 2048
+#: Up to this many lanes, packing works on the whole (64, L) matrix at once.
+_SMALL_PACK_LANES = 256
 
 
 def bit_width(max_value: int) -> int:
@@ -80,6 +82,8 @@ def pack(values: np.ndarray, width: int) -> np.ndarray:
         padded[:n] = values
         values = padded
     rows = values.reshape(64, lanes)
+    if lanes <= _SMALL_PACK_LANES:
+        return _pack_matrix(rows, width)
     packed = np.zeros((width, lanes), dtype=_U64)
     tmp = np.empty(lanes, dtype=_U64)
     for j in range(64):
@@ -92,6 +96,21 @@ def pack(values: np.ndarray, width: int) -> np.ndarray:
         if shift + width > 64:
             np.right_shift(rows[j], 64 - shift, out=tmp)
             packed[word + 1] |= tmp
+    return packed
+
+
+def _pack_matrix(rows: np.ndarray, width: int) -> np.ndarray:
+    """Pack a ``(64, L)`` slot matrix with whole-matrix operations (few lanes)."""
+    slot_bits = np.arange(64, dtype=np.int64) * width
+    words, shifts = slot_bits >> 6, (slot_bits & 63).astype(_U64)
+    shifted = np.left_shift(rows, shifts[:, None])
+    # every word holds the start of at least one slot (width <= 64): OR-reduce per word
+    firsts = np.searchsorted(words, np.arange(width))
+    packed = np.bitwise_or.reduceat(shifted, firsts, axis=0)
+    spill = np.flatnonzero(shifts + np.uint64(width) > 64)
+    if len(spill):
+        # at most one slot spills into each word, so the fancy-indexed OR is safe
+        packed[words[spill] + 1] |= rows[spill] >> (np.uint64(64) - shifts[spill])[:, None]
     return packed
 
 

@@ -73,6 +73,8 @@ RUN_LEN = 64
 #: Below this many values bit-packing is not used (its per-call overhead dominates).
 SMALL = 1024
 _MASK64 = (1 << 64) - 1
+#: Runner-up schemes are encoded for real only if estimated within this factor of the best.
+TOP_SPREAD = 4.0
 #: RLE is considered only for an average run length of at least this (decode cost).
 MIN_AVG_RUN = 4
 _U32_LIMIT = 1 << 32
@@ -472,8 +474,9 @@ def encode_candidates(
     floats : numpy.ndarray, optional
         The float values when ``x`` is their bit view.
     top : int
-        How many of the best-ranked schemes to encode for real (in the byte-aligned modes,
-        one more if its estimate is within 1.5x of the best).
+        How many of the best-ranked schemes to encode for real: those estimated within
+        :data:`TOP_SPREAD` of the best (in the byte-aligned modes, ``top + 1`` schemes
+        estimated within 1.5x of the best).
 
     Returns
     -------
@@ -488,7 +491,7 @@ def encode_candidates(
         return [bytes((CONSTANT,)) + x[:1].tobytes()]
     out: list[bytes] = []
     ranked = rank_schemes(x, depth, mode, floats)
-    chosen = ranked[:top]
+    chosen = [r for r in ranked[:top] if r[0] <= TOP_SPREAD * ranked[0][0]]
     if top > 1 and mode & _MODE_MASK != MODE_BITPACK:
         # estimates ignore the general-purpose compressor that follows: be generous
         chosen = [r for r in ranked[: top + 1] if r[0] <= 1.5 * ranked[0][0]] or chosen

@@ -191,6 +191,8 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
 
 #: Above this many values the cascade and codec are chosen on a sample of chunks.
 WHOLE_CHOICE_LIMIT = 1 << 18
+#: Blobs smaller than this (or 1/256 of the raw size) skip the byte-plane variants.
+TINY_BLOB = 4096
 #: Longest contiguous chunk (from the middle) used for that choice; shorter arrays use a
 #: quarter of their values, at least ``SAMPLE_LEN // 8``.
 SAMPLE_LEN = 1 << 17
@@ -199,8 +201,10 @@ SAMPLE_LEN = 1 << 17
 def _variants(xi: np.ndarray, floats: np.ndarray | None) -> list[tuple[bytes, int]]:
     """Return candidate blobs with the mode that built them, for the codec choice."""
     out = [(b, MODE_BITPACK) for b in encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)]
-    if out[0][0][0] == PLAIN:
-        # nothing lightweight beats plain here, nor will the byte-plane mode
+    smallest = min(len(b) for b, _ in out)
+    if out[0][0][0] == PLAIN or smallest < max(TINY_BLOB, xi.nbytes // 256):
+        # nothing lightweight beats plain here (nor will the byte-plane mode), or the blob is
+        # already so small that the byte-plane variants are not worth building
         return out
     # byte-aligned widths as byte planes: what zstd models best
     out += [(b, MODE_SPLIT) for b in encode_candidates(xi, 0, MODE_SPLIT, floats, top=2)]
