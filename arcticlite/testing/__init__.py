@@ -13,12 +13,18 @@ Needs pytest and hypothesis (the ``test`` extra).
 
 from arcticlite.testing.s3server import S3TestServer
 from arcticlite.testing.stateful import KVStoreStateMachine, run_state_machine
-from arcticlite.testing.store import StoreConformance, race_processes, race_threads
+from arcticlite.testing.store import (
+    StoreConformance,
+    process_context,
+    race_processes,
+    race_threads,
+)
 
 __all__ = [
     "KVStoreStateMachine",
     "S3TestServer",
     "StoreConformance",
+    "process_context",
     "race_processes",
     "race_threads",
     "run_state_machine",

@@ -24,6 +24,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,21 @@ from arcticlite.exceptions import (
 from arcticlite.storage._base import KVStore
 from arcticlite.testing import _race
 
-__all__ = ["StoreConformance", "race_threads", "race_processes"]
+__all__ = ["StoreConformance", "process_context", "race_processes", "race_threads"]
+
+
+def process_context() -> multiprocessing.context.BaseContext:
+    """A multiprocessing context for tests whose processes re-open stores by URI.
+
+    ``forkserver`` where available (children fork from a clean server that has already
+    imported arcticlite, so no LMDB environment or boto3 client is inherited and each child
+    starts fast); ``spawn`` elsewhere.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["arcticlite.storage", "arcticlite.testing._race"])
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
 def race_threads(
@@ -77,9 +92,9 @@ def race_threads(
 
 
 def race_processes(uri: str, *, processes: int = 4, rounds: int = 30) -> list[int]:
-    """Race ``processes`` spawned processes, each opening ``uri`` itself, on
+    """Race ``processes`` fresh processes, each opening ``uri`` itself, on
     ``write_if_absent`` of one key per round. Returns the winners per round."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx: Any = process_context()
     barrier = ctx.Barrier(processes)
     queue = ctx.Queue()
     run = uuid.uuid4().hex[:8]

@@ -20,6 +20,7 @@ from arcticlite.exceptions import (
     UserInputException,
 )
 from arcticlite.storage import LmdbStore, open_store
+from arcticlite.testing import process_context
 
 pytestmark = pytest.mark.lmdb
 
@@ -51,7 +52,7 @@ def _write_and_ack(path: str, run: int, conn: Any) -> None:
 
 def test_kill_9_loses_no_acknowledged_commit(tmp_path: Path) -> None:
     path = str(tmp_path / "db")
-    ctx = multiprocessing.get_context("spawn")
+    ctx: Any = process_context()
     for run in range(2):
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_write_and_ack, args=(path, run, send))
@@ -111,7 +112,7 @@ def test_map_growth_in_another_process_is_adopted(tmp_path: Path) -> None:
     path = str(tmp_path / "db")
     with LmdbStore(path, map_size=64 * 1024) as s:
         s.write("parent/0", b"before")  # environment open with the small map
-        ctx = multiprocessing.get_context("spawn")
+        ctx: Any = process_context()
         child = ctx.Process(target=_grow_in_child, args=(path, 200))  # ~4 MB
         child.start()
         child.join(120)
@@ -128,7 +129,7 @@ def test_processes_lose_no_compare_and_swap_increment(tmp_path: Path) -> None:
     path = str(tmp_path / "db")
     with LmdbStore(path) as s:
         s.write("counter", b"0")
-        ctx = multiprocessing.get_context("spawn")
+        ctx: Any = process_context()
         procs = [ctx.Process(target=_cas_increments, args=(path, 30)) for _ in range(4)]
         for p in procs:
             p.start()

@@ -36,7 +36,7 @@ def test_s3_store_matches_dict_model(s3_server: S3TestServer) -> None:
             bucket, prefix=f"example-{next(counter)}", endpoint_url=s3_server.endpoint_url
         )
 
-    run_state_machine(fresh, max_examples=12, steps=25)
+    run_state_machine(fresh, max_examples=8, steps=25)
 
 
 class _LastWriterWinsStore(MemoryStore):
@@ -50,4 +50,4 @@ class _LastWriterWinsStore(MemoryStore):
 @pytest.mark.memory
 def test_state_machine_catches_a_store_that_ignores_conditions() -> None:
     with pytest.raises(AssertionError, match="compare_and_swap"):
-        run_state_machine(_LastWriterWinsStore, max_examples=60, steps=30)
+        run_state_machine(_LastWriterWinsStore, max_examples=30, steps=20)
