@@ -225,7 +225,12 @@ class LibraryCore:
             head = self._engine.head(sym)
             seq = int(as_of)
             if seq < 0:
-                seq = (head.seq if head is not None else -1) + 1 + seq
+                # counted from the highest data version id, deleted or not (ArcticDB's rule);
+                # delete/prune commits take ids here but are not versions a user wrote
+                top = head
+                while top is not None and not top.is_data:
+                    top = self._engine.read_record(sym, top.seq - 1) if top.seq > 0 else None
+                seq = (top.seq if top is not None else -1) + 1 + seq
             try:
                 return self._engine.version(sym, seq, head)
             except NoSuchVersionException as exc:

@@ -295,11 +295,26 @@ def test_negative_as_of_counts_deleted_versions(lib: Library) -> None:
     for k in range(3):
         lib.write("s", frame(2, base=k))
     lib.delete("s", versions=[2])
-    # ArcticDB: as_of=-1 is latest_id + 1 - 1 = 2, deleted -> NoSuchVersionException. In arcticlite
-    # the delete consumed id 3, so -1 designates the tombstone (not a data version) -> the same error.
+    # as in ArcticDB: as_of=-1 is the highest version id written (deleted ones included) = 2,
+    # deleted -> NoSuchVersionException; the delete's own commit (id 3 in arcticlite) is not counted
     with pytest.raises(NoSuchVersionException):
         lib.read("s", as_of=-1)
+    assert lib.read("s", as_of=-2).version == 1
     assert lib.read("s").version == 1
+
+
+def test_negative_as_of_after_prune_and_older_deletes(lib: Library) -> None:
+    for k in range(3):
+        lib.write("s", frame(2, base=k))
+    lib.prune_previous_versions("s")
+    assert lib.read("s", as_of=-1).version == 2  # the prune's commit does not shift -1
+    lib.write("s", frame(2, base=7))
+    lib.delete("s", versions=[2])
+    item = lib.read("s", as_of=-1)
+    assert item.version == lib.read("s").version
+    assert_frame_equal(item.data, frame(2, base=7))
+    with pytest.raises(NoSuchVersionException):
+        lib.read("s", as_of=-2)
 
 
 @all_options
