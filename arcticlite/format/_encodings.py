@@ -95,6 +95,8 @@ from arcticlite.format._enc_select import (
     is_constant,
 )
 from arcticlite.format._enc_spec import (
+    BINARY_DICT,
+    BINARY_PLAIN,
     BITPACK,
     CODE_DTYPE,
     CODEC_HDR,
@@ -553,7 +555,7 @@ def _describe(mv: memoryview, depth: int) -> str:
         return ("for+" if base else "") + name
     if eid == DELTA:
         return "delta+" + _describe(mv[DELTA_HDR.size :], depth + 1)
-    if eid in (RLE, DICT, 11):
+    if eid in (RLE, DICT, BINARY_DICT):
         (_, size, first_len) = _head(mv, NESTED_HDR)
         first = _describe(_sub(mv, NESTED_HDR.size, first_len), depth + 1)
         codes = _describe(mv[NESTED_HDR.size + first_len :], depth + 1)
@@ -570,6 +572,6 @@ def _describe(mv: memoryview, depth: int) -> str:
         (_, raw_len) = _head(mv, CODEC_HDR)
         unwrapped = decompress(eid, mv[CODEC_HDR.size :], raw_len)
         return _describe(unwrapped, depth + 1) + "+" + ENCODING_NAMES[eid]
-    if eid == 10:
+    if eid == BINARY_PLAIN:
         return _bin.describe_plain(mv, depth, _describe)
     raise InvalidFileError(f"unknown encoding id {eid}")
