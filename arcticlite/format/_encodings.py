@@ -28,8 +28,10 @@ are unsigned; ``xN`` is N zero bytes of padding. Byte 0 of every blob is its enc
 *child* is itself a complete blob; all children but the last are preceded by a length field in
 the parent header, the last child runs to the end of the parent blob. Integer arithmetic is
 modulo ``2 ** (8 * itemsize)``; float columns are handled as their unsigned bit patterns except
-in ``plain`` and ``decimal``. Every blob of ``count`` values is at most ``1 + count * itemsize``
-bytes long (the size of ``plain``); a reader rejects anything that claims more.
+in ``plain`` and ``decimal``. Every fixed-width blob of ``count`` values is at most
+``1 + count * itemsize`` bytes long (the size of ``plain``): a reader rejects any compressed
+block that claims more, and every count in a header is checked against ``count`` and the
+blob's length before anything is allocated.
 
 ===  ============  =========================================================================
 id   name          layout after the id byte
@@ -37,7 +39,10 @@ id   name          layout after the id byte
 0    plain         ``count * itemsize`` raw bytes.
 1    constant      ``itemsize`` bytes: the value, repeated ``count`` times.
 2    bitpack       ``width u8, x6, base u64, factor u64`` (24-byte header), then
-                   ``width * ceil(count / 64)`` ``u64`` words in lane layout
+                   ``width * ceil(count / 64)`` ``u64`` words in lane layout: with
+                   ``L = ceil(count / 64)``, value ``i = j * L + l`` sits in lane ``l`` at
+                   bits ``j * width ..`` counted from bit 0 of the lane's first word, and
+                   word ``k`` of lane ``l`` is stored as ``u64`` number ``k * L + l``
                    (:mod:`._enc_bitpack`); value = ``base + factor * packed``. Shown as
                    ``bitpack(w)``, ``for+bitpack(w)`` when ``base != 0``, ``*gcd(f)`` when
                    ``factor != 1``.
@@ -54,13 +59,16 @@ id   name          layout after the id byte
 6    dict          ``x3, size u32, dict_len u64``; child 1 (``dict_len`` bytes): ``size``
                    distinct values (dtype); child 2: ``count`` codes (``uint32``, < size).
 7    decimal       ``exponent u8, x2, exceptions u32, ints_len u64, positions_len u64``;
-                   float dtypes only. Child 1: ``count`` ``int64`` digits ``d``; value =
+                   float dtypes only. Child 1: ``count`` ``int64`` digits ``d`` (arbitrary at
+                   patched positions); value =
                    ``float64(d) / 10.0 ** exponent`` (then cast to float32 for float32), the
                    rule verified bit-exactly when writing (ALP). Child 2: ``exceptions``
                    ascending positions (``uint32``); then ``exceptions * itemsize`` raw bytes:
                    the patched values. ``exponent <= 18``.
 8    zstd          ``x7, raw_len u64``, then one zstd frame holding a blob of the same
-                   dtype/count (``raw_len`` bytes).
+                   dtype/count (``raw_len`` bytes; for binary blobs ``raw_len`` must not
+                   exceed ``64 + 16 * count + 65536 * frame length``, and must equal the
+                   frame's declared content size when present).
 9    lz4           as zstd, with an LZ4 frame.
 10   binary        variable-length values. ``lwidth u8 (4 or 8), x6, data_len u64,
                    lengths_len u64``; child (``lengths_len`` bytes): ``count`` value lengths
@@ -69,7 +77,8 @@ id   name          layout after the id byte
                    values; child 2: ``count`` codes (``uint32``).
 ===  ============  =========================================================================
 
-Ids 8 and 9 wrap fixed-width and binary blobs alike. Corrupt input raises
+Ids 8 and 9 wrap fixed-width and binary blobs alike; id 12 was added after 11 (ids are never
+reused). Corrupt input raises
 :class:`~arcticlite.exceptions.CorruptDataError` subclasses only: ``FormatEOFError`` when a
 length points past the end, ``InvalidFileError`` for any other inconsistency.
 """
