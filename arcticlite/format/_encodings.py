@@ -394,7 +394,7 @@ def _decode_decimal(
     else:
         ints = np.empty(count, dtype=I64)
         _decode(ints_mv, I64, count, ints, depth + 1)
-        np.divide(ints, p, out=out, casting="same_kind")
+        out[...] = ints / p  # float64 division, then rounded to float32 (as when encoding)
     if n_exc:
         pos = np.empty(n_exc, dtype=CODE_DTYPE)
         _decode(pos_mv, CODE_DTYPE, n_exc, pos, depth + 1)
