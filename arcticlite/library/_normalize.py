@@ -31,7 +31,12 @@ from arcticlite.exceptions import (
     MissingDependencyError,
     UserInputException,
 )
-from arcticlite.library._normalize_columns import arrow_to_pandas, pandas_to_arrow
+from arcticlite.library._normalize_columns import (
+    arrow_to_pandas,
+    pandas_to_arrow,
+    tz_library,
+    tz_object,
+)
 from arcticlite.library._normalize_meta import FORMAT_VERSION, NormMeta
 from arcticlite.library._normalize_schema import common_meta, common_schema, sortedness
 
@@ -124,15 +129,18 @@ def _data_stored_names(
 
 
 # ---------------------------------------------------------------------------------- index
-def _datetime_to_arrow(idx: pd.DatetimeIndex) -> tuple[pa.Array, str | None, str]:
-    """A DatetimeIndex as naive ``timestamp('ns')`` of UTC instants, plus its tz and unit."""
+def _datetime_to_arrow(idx: pd.DatetimeIndex) -> tuple[pa.Array, dict[str, Any]]:
+    """A DatetimeIndex as naive ``timestamp('ns')`` of UTC instants, plus the NormMeta fields
+    of its tz and unit."""
     unit = idx.unit
     tz = None if idx.tz is None else pa.lib.tzinfo_to_string(idx.tz)
+    lib = "" if idx.tz is None else tz_library(idx.tz, unit)
     try:
         ns = idx if unit == "ns" else idx.as_unit("ns")
     except (OverflowError, ValueError) as exc:  # pandas' OutOfBoundsDatetime is a ValueError
         raise UserInputException(_INDEX_RANGE.format(name=idx.name)) from exc
-    return pa.array(ns.asi8.view("M8[ns]")), tz, unit
+    fields = {"tz": tz, "tz_library": lib, "index_unit": unit, "index_hints": ("dt",)}
+    return pa.array(ns.asi8.view("M8[ns]")), fields
 
 
 def _index_to_arrow(
@@ -153,22 +161,17 @@ def _index_to_arrow(
             "range_step": int(idx.step),
         }
     if isinstance(idx, pd.DatetimeIndex):
-        arr, tz, unit = _datetime_to_arrow(idx)
-        return [arr], {
-            "index_kind": "datetime",
-            "index_names": (idx.name,),
-            "tz": tz,
-            "index_unit": unit,
-            "index_hints": ("dt",),
-        }
+        arr, dt_fields = _datetime_to_arrow(idx)
+        return [arr], {"index_kind": "datetime", "index_names": (idx.name,), **dt_fields}
     if isinstance(idx, pd.MultiIndex):
         arrays, hints = [], []
         fields: dict[str, Any] = {"index_kind": "multi", "index_names": tuple(idx.names)}
         for i in range(idx.nlevels):
             level = idx.get_level_values(i)
             if i == 0 and isinstance(level, pd.DatetimeIndex):
-                arr, tz, unit = _datetime_to_arrow(level)
-                fields.update(tz=tz, index_unit=unit)
+                arr, dt_fields = _datetime_to_arrow(level)
+                dt_fields.pop("index_hints")
+                fields.update(dt_fields)
                 arrays.append(arr)
                 hints.append("dt")
             else:
@@ -565,7 +568,7 @@ def _datetime_index(col: pa.ChunkedArray, meta: NormMeta, name: Any) -> pd.Datet
     )
     idx = pd.DatetimeIndex(values, name=name, copy=False)
     if meta.tz is not None:
-        idx = idx.tz_localize("UTC").tz_convert(meta.tz)
+        idx = idx.tz_localize("UTC").tz_convert(tz_object(meta.tz, meta.tz_library))
     if meta.index_unit != "ns":
         idx = idx.as_unit(meta.index_unit)
     return idx

@@ -24,10 +24,14 @@ Hints
     A pandas ``StringDtype`` with that storage (and ``na_value=np.nan``).
 ``"arrow"``
     A ``pd.ArrowDtype`` column.
+``"tz:zoneinfo"``, ``"tz:dateutil"``, ``"tz:datetime"``, ``"tz:pytz"``
+    A tz-aware column whose tz object comes from that library rather than pandas' default
+    for the tz name (pandas 2 makes pytz zones): restored with the same kind of tz object.
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import numpy as np
@@ -37,7 +41,7 @@ from pandas.api.types import infer_dtype
 
 from arcticlite.exceptions import ArcticDbNotYetImplemented
 
-__all__ = ["arrow_to_pandas", "pandas_to_arrow"]
+__all__ = ["arrow_to_pandas", "pandas_to_arrow", "tz_library", "tz_object"]
 
 _PICKLE_HINT = "write_pickle stores any Python object"
 
@@ -63,6 +67,51 @@ def _reject(label: Any, dtype: Any, detail: str) -> ArcticDbNotYetImplemented:
         f"Failed to normalize column {label!r} with dtype '{dtype}'. {detail}; "
         f"{_PICKLE_HINT} (use Library.write_pickle)."
     )
+
+
+def tz_library(tz: Any, unit: str = "ns", *, via_arrow: bool = False) -> str:
+    """Which library ``tz`` comes from, or ``""`` when the default rebuild from its Arrow name
+    gives an equal dtype (so nothing needs recording).
+
+    The default rebuild is pandas' parse of the name for an index, or pyarrow's ``to_pandas``
+    for a column (``via_arrow``): the two do not always make the same tz object.
+    """
+    name = pa.lib.tzinfo_to_string(tz)
+    try:
+        if via_arrow:
+            rebuilt = pa.array([0], pa.timestamp(unit, tz=name)).to_pandas().dtype
+        else:
+            rebuilt = pd.DatetimeTZDtype(unit, tz=name)
+        if rebuilt == pd.DatetimeTZDtype(unit, tz=tz):
+            return ""
+    except (TypeError, ValueError, KeyError, pa.ArrowException):
+        pass
+    module = type(tz).__module__.split(".")[0]
+    return module if module in ("zoneinfo", "dateutil", "datetime", "pytz") else ""
+
+
+def tz_object(name: str, library: str) -> Any:
+    """The tz object for Arrow tz ``name`` from ``library`` (see :func:`tz_library`)."""
+    offset = name[:1] in "+-"
+    if library == "pytz":
+        import pytz
+
+        if offset:
+            sign = -1 if name[0] == "-" else 1
+            hours, _, minutes = name[1:].partition(":")
+            return pytz.FixedOffset(sign * (int(hours) * 60 + int(minutes or 0)))
+        return pytz.timezone(name)
+    if library == "zoneinfo" and not offset:
+        import zoneinfo
+
+        return zoneinfo.ZoneInfo(name)
+    if library == "dateutil" and not offset:
+        return "dateutil/" + name if name != "UTC" else pa.lib.string_to_tzinfo(name)
+    if library == "datetime" or (offset and library):
+        if name == "UTC":
+            return datetime.UTC
+        return pa.lib.string_to_tzinfo(name)
+    return name
 
 
 def pandas_to_arrow(
@@ -96,7 +145,8 @@ def pandas_to_arrow(
         return _numpy_to_arrow(values.to_numpy(copy=False), label)
     ext = values.array
     if isinstance(dtype, pd.DatetimeTZDtype):
-        return pa.array(ext), ""
+        lib = tz_library(dtype.tz, dtype.unit, via_arrow=True)
+        return pa.array(ext), f"tz:{lib}" if lib else ""
     if isinstance(dtype, pd.CategoricalDtype):
         cats = dtype.categories
         if cats.dtype == object and infer_dtype(cats, skipna=True) not in (
@@ -259,6 +309,9 @@ def arrow_to_pandas(col: pa.Array | pa.ChunkedArray, hint: str) -> Any:
                     pass
     elif base == "arrow":
         return pd.arrays.ArrowExtensionArray(col)
+    elif base == "tz" and pa.types.is_timestamp(typ) and typ.tz is not None:
+        out = col.to_pandas()
+        return out.dt.tz_convert(tz_object(typ.tz, null_kind)).array
     elif base == "pylist":
         out = pd.Series(col.to_pylist(), dtype=object).to_numpy()
         return _fill_nulls(out, col, null_kind)

@@ -97,6 +97,9 @@ class NormMeta:
         Start and step of a RangeIndex as written.
     tz : str or None
         Time zone of the datetime index (``None`` = naive). Values are stored in UTC.
+    tz_library : str
+        Where the index tz object came from (``"zoneinfo"``, ``"dateutil"``, ``"datetime"``,
+        ``"pytz"``) when pandas would not rebuild an equal one from ``tz``; else ``""``.
     index_unit : str
         Unit of the datetime index as written (``"ns"``, ``"us"``, ``"ms"``, ``"s"``); the
         stored column is always nanoseconds.
@@ -129,6 +132,7 @@ class NormMeta:
     range_start: int = 0
     range_step: int = 1
     tz: str | None = None
+    tz_library: str = ""
     index_unit: str = "ns"
     index_position: int = 0
     columns: tuple[str, ...] = ()

@@ -221,6 +221,8 @@ def _logical_hint(typ: pa.DataType, hint: str) -> str:
     Whether a string column's missing values were None or NaN, and whether an all-missing
     column was typed, do not change its dtype (ArcticDB stores both as a string column)."""
     base = hint.partition(":")[0]
+    if base == "tz":  # which library made the tz object is not part of the dtype
+        return ""
     if base == "object" and (
         pa.types.is_null(typ)
         or pa.types.is_string(typ)
@@ -327,6 +329,7 @@ def common_meta(old: NormMeta, new: NormMeta, schema: pa.Schema | None) -> NormM
     return dataclasses.replace(
         old,
         tz=new.tz if same_index else old.tz,
+        tz_library=new.tz_library if same_index else old.tz_library,
         index_unit=max(old.index_unit, new.index_unit, key=units.index)
         if same_index
         else old.index_unit,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import zoneinfo
 
+import dateutil.tz
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -239,6 +241,29 @@ def test_mixed_none_and_nan_keeps_the_majority():
     """Documented difference: Arrow has one null, so one kind of missing value per column."""
     out = roundtrip(pd.DataFrame({"x": ["a", np.nan, None, np.nan]}))
     assert out["x"][0] == "a" and all(isinstance(v, float) for v in out["x"][1:])
+
+
+@pytest.mark.parametrize(
+    "tz",
+    [
+        zoneinfo.ZoneInfo("Europe/London"),
+        dateutil.tz.gettz("Europe/London"),
+        datetime.timezone(datetime.timedelta(hours=-3)),
+        datetime.UTC,
+        "Asia/Tokyo",
+        "dateutil/Asia/Tokyo",
+    ],
+    ids=repr,
+)
+def test_tz_objects_of_any_library_roundtrip(tz):
+    """ArcticDB gives a pytz zone back for a zoneinfo / dateutil one (dtype differs)."""
+    df = pd.DataFrame(
+        {"c": pd.date_range("2024", periods=2, tz=tz)},
+        index=pd.MultiIndex.from_arrays([pd.date_range("2024", periods=2, tz=tz), [1, 2]]),
+    )
+    assert_same(roundtrip(df), df)
+    df = df.droplevel(1)
+    assert_same(roundtrip(df), df)
 
 
 def test_tz_aware_data_column_keeps_wall_clock():
