@@ -390,7 +390,8 @@ def _decode_decimal(
     if dtype.itemsize == 8:
         oi = out.view(I64)
         _decode(ints_mv, I64, count, oi, depth + 1)
-        np.divide(oi, p, out=out)
+        np.copyto(out, oi, casting="unsafe")  # exact: |digits| <= 2**53 when encoded
+        np.divide(out, p, out=out)
     else:
         ints = np.empty(count, dtype=I64)
         _decode(ints_mv, I64, count, ints, depth + 1)
