@@ -483,3 +483,23 @@ def test_input_forms() -> None:
         decode_fixed(blob, np.dtype(object), 3)
     with pytest.raises(ValueError):
         decode_binary(encode_binary(np.array([0], np.int32), b""), 0, np.dtype(np.float64))
+
+
+def test_concurrent_use_from_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(seed: int) -> bool:
+        rng = np.random.default_rng(seed)
+        x = (10_000 + np.cumsum(rng.integers(-2, 3, 40_000))) / 100.0
+        values = [b"A", b"BB", b""]
+        strs = [values[i] for i in rng.integers(0, 3, 5000)]
+        offs = np.concatenate([[0], np.cumsum([len(s) for s in strs])]).astype(np.int32)
+        ok = True
+        for _ in range(5):
+            ok &= decode_fixed(encode_fixed(x), x.dtype, len(x)).tobytes() == x.tobytes()
+            o, d = decode_binary(encode_binary(offs, b"".join(strs)), len(strs), np.int32)
+            ok &= bool(np.array_equal(o, offs)) and d.tobytes() == b"".join(strs)
+        return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
