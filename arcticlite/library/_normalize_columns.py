@@ -143,12 +143,24 @@ def pandas_to_arrow(
     dtype = values.dtype
     if isinstance(dtype, np.dtype):
         return _numpy_to_arrow(values.to_numpy(copy=False), label)
-    ext = values.array
+    try:
+        return _extension_to_arrow(values.array, dtype, label)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        if isinstance(exc, ArcticDbNotYetImplemented):
+            raise
+        raise _reject(label, dtype, f"Arrow cannot hold it ({exc})") from exc
+
+
+def _extension_to_arrow(ext: Any, dtype: Any, label: Any) -> tuple[pa.Array | pa.ChunkedArray, str]:
     if isinstance(dtype, pd.DatetimeTZDtype):
         lib = tz_library(dtype.tz, dtype.unit, via_arrow=True)
         return pa.array(ext), f"tz:{lib}" if lib else ""
     if isinstance(dtype, pd.CategoricalDtype):
         cats = dtype.categories
+        if isinstance(
+            cats.dtype, pd.IntervalDtype | pd.PeriodDtype | pd.SparseDtype | pd.DatetimeTZDtype
+        ):
+            raise _reject(label, dtype, f"Categories of dtype {cats.dtype} are not supported")
         if cats.dtype == object and infer_dtype(cats, skipna=True) not in (
             "string",
             "bytes",
@@ -162,9 +174,8 @@ def pandas_to_arrow(
         hint = f"string[{dtype.storage}]"
         if dtype.na_value is not pd.NA:
             hint += "|nan"
-        return pa.array(
-            ext, type=pa.large_string() if dtype.storage == "pyarrow" else pa.string()
-        ), hint
+        typ = pa.large_string() if dtype.storage == "pyarrow" else pa.string()
+        return pa.array(ext, type=typ), hint
     name = getattr(dtype, "name", str(dtype))
     if name in _MASKED_NAMES:
         return pa.array(ext), name

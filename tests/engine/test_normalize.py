@@ -221,6 +221,7 @@ BETTER = {
     "str-pd-na": pd.DataFrame({"x": pd.Series(["a", pd.NA, "b"], dtype=object)}),
     "object-bools": pd.DataFrame({"x": pd.Series([True, False], dtype=object)}),
     "object-dates": pd.DataFrame({"x": [datetime.date(2020, 1, 1), datetime.date(2021, 2, 3)]}),
+    "categorical-datetime": pd.DataFrame({"x": pd.Categorical(pd.date_range("2020", periods=2))}),
     "categorical-index": pd.DataFrame(
         {"x": [1, 2]}, index=pd.CategoricalIndex(["a", "b"], name="c")
     ),
@@ -306,6 +307,14 @@ REJECTED = {
     "float16": (pd.DataFrame({"x": np.array([1, 2], dtype="float16")}), ArcticDbNotYetImplemented),
     "complex128": (
         pd.DataFrame({"x": np.array([1 + 2j, 2], dtype="complex128")}),
+        ArcticDbNotYetImplemented,
+    ),
+    "tz-categorical": (
+        pd.DataFrame({"x": pd.Categorical(pd.date_range("2020", periods=2, tz="UTC"))}),
+        ArcticDbNotYetImplemented,
+    ),
+    "interval-categorical": (
+        pd.DataFrame({"x": pd.Categorical(pd.interval_range(0, 2))}),
         ArcticDbNotYetImplemented,
     ),
     "sparse": (pd.DataFrame({"x": pd.arrays.SparseArray([0, 1])}), ArcticDbNotYetImplemented),
