@@ -140,6 +140,10 @@ class _EnvHandle:
             )
         except lmdb.Error as exc:
             raise _translate(exc, f"cannot open LMDB environment at {path!r}") from exc
+        # free reader slots left by processes that died inside a read transaction (kill -9),
+        # which would otherwise pin old pages and make the file grow
+        with contextlib.suppress(lmdb.Error):
+            self.env.reader_check()
         limit = self.env.max_key_size()
         if limit < _MAX_KEY:
             self.env.close()

@@ -451,7 +451,7 @@ class S3Store(KVStore):
     def delete(self, keys: Iterable[str]) -> None:
         """DeleteObjects in chunks of 1000; absent keys are ignored."""
         _, _, bexc = _boto()
-        paths = [self._path(k) for k in keys]
+        paths = list(dict.fromkeys(self._path(k) for k in keys))  # each key once
         for i in range(0, len(paths), _DELETE_CHUNK):
             objects = [{"Key": p} for p in paths[i : i + _DELETE_CHUNK]]
             request: dict[str, Any] = {"Objects": objects, "Quiet": True}
