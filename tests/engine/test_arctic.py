@@ -225,3 +225,17 @@ def test_mem_uri_accepts_any_suffix_and_is_private() -> None:
     a, b = Arctic("mem://"), Arctic("mem://whatever")
     a.create_library("lib").write("s", pd.DataFrame({"x": [1]}))
     assert b.list_libraries() == []
+
+
+def test_output_format_defaults(uri: str) -> None:
+    import pyarrow as pa
+
+    ac = Arctic(uri, output_format="pyarrow")
+    lib = ac.create_library("lib")
+    lib.write("s", frame(2))
+    assert isinstance(lib.read("s").data, pa.Table)
+    assert isinstance(lib.read("s", output_format="pandas").data, pd.DataFrame)  # per call wins
+    pl = pytest.importorskip("polars")
+    plib = Arctic(uri).get_library("p", create_if_missing=True, output_format="polars")
+    plib.write("s", frame(2))
+    assert isinstance(plib.read("s").data, pl.DataFrame)
