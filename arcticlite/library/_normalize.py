@@ -666,7 +666,7 @@ def denormalize(
         if not data_names:
             return pd.Series(index=index, name=name, dtype="float64")
         values = arrow_to_pandas(table.column(data_names[0]), meta.describe(data_names[:1])[1][0])
-        return pd.Series(values, index=index, name=name, copy=False)
+        return pd.Series(values, index=index, name=name, dtype=values.dtype, copy=False)
     if meta.kind == "ndarray":
         return _ndarray_from_table(table, meta, data_names)
     labels, hints = meta.describe(data_names)

@@ -346,7 +346,11 @@ def arrow_to_pandas(col: pa.Array | pa.ChunkedArray, hint: str) -> Any:
 
 def _default(col: pa.ChunkedArray) -> Any:
     s = col.to_pandas()
-    return s.array if not isinstance(s.dtype, np.dtype) else s.to_numpy()
+    if not isinstance(s.dtype, np.dtype):
+        return s.array
+    out = s.to_numpy()
+    # zero-copy views of Arrow memory are read-only; users expect to modify what they read
+    return out if out.flags.writeable else out.copy()
 
 
 def _fill_nulls(out: np.ndarray, col: pa.ChunkedArray, kind: str) -> np.ndarray:

@@ -409,6 +409,27 @@ def test_frame_from_row_major_2d_array(dtype):
     assert_same(roundtrip(df), df)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        pd.DataFrame({"a": np.arange(5.0), "b": np.arange(5)}),
+        pd.Series(np.arange(5.0), name="a"),
+        np.arange(5.0),
+        np.arange(6).reshape(3, 2),
+    ],
+    ids=["frame", "series", "ndarray-1d", "ndarray-2d"],
+)
+def test_results_are_writable(data):
+    """Zero-copy views of Arrow memory are read-only; what users read must be modifiable."""
+    out = roundtrip(data)
+    if isinstance(out, pd.DataFrame):
+        out.iloc[0, 0] = 42
+    elif isinstance(out, pd.Series):
+        out.iloc[0] = 42
+    else:
+        out[0] = 42
+
+
 def test_user_to_stored_storage_order_and_unknown_dropped():
     df = pd.DataFrame([[1, 2, 3, 4]], columns=["a", 0, "b", "a"])
     _, meta = normalize(df)
