@@ -214,13 +214,38 @@ def _null_hint(arr: np.ndarray, isna: np.ndarray) -> str:
     nulls = arr[isna]
     if not len(nulls):
         return ""
+    try:  # None and NaN only (the usual case): pyarrow counts the Nones as nulls, in C
+        n_none = pa.array(nulls, from_pandas=False).null_count
+        return "" if n_none * 2 >= len(nulls) else ":nan"
+    except (pa.ArrowException, TypeError, ValueError):
+        pass
     text = nulls.astype(str)  # str() of the missing values only: 'None', 'nan', 'NaT', '<NA>'
     counts = {kind: int(np.count_nonzero(text == t)) for kind, t in _NULL_TEXT}
     kind = max(counts, key=lambda k: counts[k])  # ties: None
     return f":{kind}" if kind else ""
 
 
+def _is_text(typ: pa.DataType) -> bool:
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ)
+
+
+def _null_mask(out: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    mask = out.is_null()
+    return np.asarray(mask.to_numpy(zero_copy_only=False))
+
+
 def _object_to_arrow(arr: np.ndarray, label: Any) -> tuple[pa.Array | pa.ChunkedArray, str]:
+    # Fast path for the common case, a column of str: pyarrow's own inference gives a string
+    # array only when every non-missing value is a str, and its nulls are the missing values.
+    try:
+        out = pa.array(arr, from_pandas=True)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        out = None
+    if out is not None and _is_text(out.type):
+        if not out.null_count:
+            return out, ""
+        nullhint = _null_hint(arr, _null_mask(out))
+        return out, ("object" + nullhint) if nullhint else ""
     isna = pd.isna(arr)
     nullhint = _null_hint(arr, isna)
     # on the non-missing values: pandas calls [1.5, None] "mixed-integer-float"
@@ -230,7 +255,7 @@ def _object_to_arrow(arr: np.ndarray, label: Any) -> tuple[pa.Array | pa.Chunked
     if inferred in ("string", "bytes"):
         try:
             out = pa.array(
-                arr, type=pa.string() if inferred == "string" else pa.binary(), from_pandas=True
+                arr, type=pa.string() if inferred == "string" else pa.binary(), mask=isna
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # e.g. surrogates
             raise _reject(label, "object", f"Could not encode values ({exc})") from exc
