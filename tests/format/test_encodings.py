@@ -198,6 +198,10 @@ CRAFTED = {
         r"^for\+bitpack\(11\)$",
     ),
     "gcd": (lambda: _rng().integers(0, 1000, 50_000) * 100, r"bitpack\(10\)\*gcd\(100\)$"),
+    "narrow_small_page": (
+        lambda: 5_000 + _rng().integers(0, 200, 500),
+        r"^for\+narrow\(8\)$",
+    ),
     "random_int64": (
         lambda: _rng().integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 50_000),
         r"^plain$",
@@ -503,3 +507,10 @@ def test_concurrent_use_from_threads() -> None:
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(work, range(8)))
+
+
+def test_byte_planes_chosen_for_zstd() -> None:
+    x = np.random.default_rng(2).lognormal(5, 2, 200_000).astype(np.int64)
+    d = describe(roundtrip(x))
+    assert re.search(r"split\(\d+\)\+(zstd|lz4)$", d), d
+    assert "split" not in describe(roundtrip(x, allow_compression=False))
