@@ -247,7 +247,7 @@ def run(arctic: Arctic, max_examples: int, steps: int, options: LibraryOptions |
     )
 
 
-BUDGET = {"memory": (40, 25), "lmdb": (25, 20), "s3": (5, 12)}
+BUDGET = {"memory": (40, 25), "lmdb": (25, 20), "s3": (4, 10)}
 
 
 def test_history_matches_pandas_model(uri: str, backend: str) -> None:
