@@ -20,6 +20,7 @@ from arcticlite.exceptions import (
     ArcticDbNotYetImplemented,
     ArcticUnsupportedDataTypeException,
     CorruptDataError,
+    MissingDependencyError,
     NormalizationException,
     SchemaException,
     StreamDescriptorMismatch,
@@ -550,6 +551,13 @@ def test_polars_output():
     assert out.columns == ["__index__", "x", "s", "c", "k"]
     assert out["x"].to_list() == [1.5, 2.5] and out["s"].to_list() == ["a", None]
     assert out["__index__"].dtype == pl.Datetime("ns", "UTC")
+
+
+def test_polars_output_without_polars_names_the_extra(monkeypatch):
+    table, meta = normalize(pd.DataFrame({"x": [1]}))
+    monkeypatch.setitem(__import__("sys").modules, "polars", None)
+    with pytest.raises(MissingDependencyError, match=r"arcticlite\[polars\]"):
+        denormalize(table, meta, output_format="polars")
 
 
 def test_ndarray_output_formats():
