@@ -212,6 +212,15 @@ def find_exponent(xf: np.ndarray) -> tuple[int, float]:
         Exponent and exception rate (0 = every value round-trips).
     """
     flat = xf.reshape(-1)
+    if len(flat) > 256:
+        # a strided 64-value pre-check settles non-decimal data cheaply
+        e, rate = _exponent_search(flat[:: len(flat) // 64][:64])
+        if rate > 0.5:
+            return e, rate
+    return _exponent_search(flat)
+
+
+def _exponent_search(flat: np.ndarray) -> tuple[int, float]:
     if len(flat) == 0:
         return 0, 0.0
     powers = np.array([10.0**e for e in range(MAX_DECIMAL_EXPONENT + 1)])[:, None]
@@ -219,9 +228,9 @@ def find_exponent(xf: np.ndarray) -> tuple[int, float]:
         scaled = np.rint(flat.astype(np.float64)[None, :] * powers)
         valid = np.abs(scaled) <= 2.0**53
         dec = np.where(valid, scaled, 0.0).astype(I64) / powers
-    if xf.dtype.itemsize == 4:
+    if flat.dtype.itemsize == 4:
         dec = dec.astype(np.float32)
-    ud = unsigned_of(xf.dtype)
+    ud = unsigned_of(flat.dtype)
     ok = (valid & (dec.view(ud) == flat.view(ud)[None, :])).sum(axis=1)
     e = int(np.argmax(ok))  # the smallest exponent among the best
     return e, 1.0 - int(ok[e]) / len(flat)
