@@ -37,6 +37,7 @@ _I64 = np.dtype(np.int64)
 #: Largest decompression ratio accepted for binary blobs (zstd tops out near 2**15).
 _MAX_RATIO = 1 << 16
 _DICT_SAMPLE = 1024
+_DICT_SAMPLE_BYTES = 1 << 20
 
 FixedDecoder = Callable[[memoryview, np.dtype, int, np.ndarray, int], None]
 Describer = Callable[[memoryview, int], str]
@@ -72,7 +73,9 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
         arr = pa.Array.from_buffers(
             pa.large_binary(), n, [None, pa.py_buffer(o64 - start), pa.py_buffer(payload)]
         )
-        idx = np.linspace(0, n - 1, min(n, _DICT_SAMPLE)).astype(np.int64)
+        # sample at most ~1 MiB of values (long values would make the sample itself costly)
+        m = min(n, _DICT_SAMPLE, max(16, _DICT_SAMPLE_BYTES * n // max(1, len(payload))))
+        idx = np.arange(m, dtype=np.int64) * (n - 1) // max(1, m - 1)
         distinct = arr.take(pa.array(idx)).value_counts()
         if len(distinct) * 2 <= len(idx):
             enc = arr.dictionary_encode()
