@@ -52,7 +52,8 @@ def _as_bytes_array(data: bytes | memoryview | np.ndarray) -> np.ndarray:
 def _encode_plain(lengths: np.ndarray, payload: np.ndarray, mode: int) -> bytes:
     lw = 4 if len(lengths) == 0 or int(lengths.max()) < (1 << 32) else 8
     lblob = encode_candidates(lengths.astype(f"<u{lw}"), 1, mode)[0]
-    return BINARY_HDR.pack(BINARY_PLAIN, lw, len(payload), len(lblob)) + lblob + payload.tobytes()
+    header = BINARY_HDR.pack(BINARY_PLAIN, lw, len(payload), len(lblob))
+    return b"".join((header, lblob, payload.data))
 
 
 def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) -> bytes:
@@ -68,7 +69,9 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
     if start < 0 or end > len(raw) or (n and int(lengths.min()) < 0):
         raise ValueError("offsets are not non-decreasing within the data")
     payload = raw[start:end]
-    variants = [_encode_plain(lengths, payload, m) for m in (MODE_BITPACK, MODE_SPLIT)]
+    # a byte-plane variant of the lengths only matters when they are a sizeable part
+    modes = (MODE_BITPACK, MODE_SPLIT) if len(payload) < 16 * max(1, n) else (MODE_BITPACK,)
+    variants = [_encode_plain(lengths, payload, m) for m in modes]
     if n >= 16:
         arr = pa.Array.from_buffers(
             pa.large_binary(), n, [None, pa.py_buffer(o64 - start), pa.py_buffer(payload)]
