@@ -12,12 +12,14 @@ from arcticlite import exceptions
 from arcticlite._query import QueryBuilder, col, where
 from arcticlite.library import (
     Arctic,
+    ArrowOutputStringFormat,
     DataError,
     DeleteRequest,
     EncodingVersion,
     EnterpriseLibraryOptions,
     ErrorCategory,
     ErrorCode,
+    KeyType,
     Library,
     LibraryOptions,
     ModifiableEnterpriseLibraryOption,
@@ -42,12 +44,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Arctic",
+    "ArrowOutputStringFormat",
     "DataError",
     "DeleteRequest",
     "EncodingVersion",
     "EnterpriseLibraryOptions",
     "ErrorCategory",
     "ErrorCode",
+    "KeyType",
     "Library",
     "LibraryOptions",
     "ModifiableEnterpriseLibraryOption",

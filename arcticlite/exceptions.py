@@ -59,6 +59,8 @@ All derive from ``RuntimeError``, as in ArcticDB. Backend errors (``lmdb.Error``
 
 from __future__ import annotations
 
+from arcticlite._errors import ErrorCategory, ErrorCode
+
 __all__ = [
     "AmbiguousWriteError",
     "AppendOrderException",
@@ -79,6 +81,8 @@ __all__ = [
     "CorruptDataError",
     "DataTooNestedException",
     "DuplicateKeyException",
+    "ErrorCategory",
+    "ErrorCode",
     "FormatEOFError",
     "InternalException",
     "InvalidFileError",

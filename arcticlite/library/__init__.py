@@ -11,10 +11,12 @@ from arcticlite.library._options import (
     ModifiableLibraryOption,
 )
 from arcticlite.library._types import (
+    ArrowOutputStringFormat,
     DataError,
     DeleteRequest,
     ErrorCategory,
     ErrorCode,
+    KeyType,
     NameWithDType,
     ReadInfoRequest,
     ReadRequest,
@@ -32,12 +34,14 @@ from arcticlite.library._types import (
 
 __all__ = [
     "Arctic",
+    "ArrowOutputStringFormat",
     "DataError",
     "DeleteRequest",
     "EncodingVersion",
     "EnterpriseLibraryOptions",
     "ErrorCategory",
     "ErrorCode",
+    "KeyType",
     "Library",
     "LibraryOptions",
     "ModifiableEnterpriseLibraryOption",

@@ -18,6 +18,7 @@ from arcticlite.exceptions import (
     UserInputException,
 )
 from arcticlite.library._library import LibraryCore, check_symbol
+from arcticlite.library._options import EnterpriseLibraryOptions
 from arcticlite.library._types import NameWithDType, SymbolDescription, SymbolVersion, VersionInfo
 from arcticlite.version._keys import unescape
 from arcticlite.version._records import VersionRecord
@@ -97,6 +98,10 @@ class AdminMixin(LibraryCore):
                 if latest_only and live:
                     break
         return out
+
+    def enterprise_options(self) -> EnterpriseLibraryOptions:
+        """Enterprise options (accepted for compatibility; always the defaults)."""
+        return EnterpriseLibraryOptions()
 
     # -- snapshots -----------------------------------------------------------------------------------
     def _read_snapshot(self, name: str) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from arcticlite._errors import ErrorCategory, ErrorCode
+
 
 @dataclass(slots=True)
 class VersionedItem:
@@ -158,51 +160,6 @@ class VersionRequestType(enum.Enum):
     LATEST = 3
 
 
-class ErrorCategory(enum.Enum):
-    GENERIC = 0
-    INTERNAL = 1
-    NORMALIZATION = 2
-    MISSING_DATA = 3
-    SCHEMA = 4
-    STORAGE = 5
-    SORTING = 6
-    USER_INPUT = 7
-    COMPATIBILITY = 8
-    CODEC = 9
-
-
-class ErrorCode(enum.Enum):
-    E_INVALID_RANGE = 1000
-    E_INVALID_ARGUMENT = 1001
-    E_ASSERTION_FAILURE = 1002
-    E_RUNTIME_ERROR = 1003
-    E_STORED_CONFIG_ERROR = 1004
-    E_INCOMPATIBLE_OBJECTS = 2000
-    E_UNIMPLEMENTED_INPUT_TYPE = 2001
-    E_UPDATE_NOT_SUPPORTED = 2002
-    E_INCOMPATIBLE_INDEX = 2003
-    E_WRONG_SHAPE = 2004
-    E_NO_SUCH_VERSION = 3000
-    E_NO_SYMBOL_DATA = 3001
-    E_DESCRIPTOR_MISMATCH = 4000
-    E_COLUMN_DOESNT_EXIST = 4001
-    E_UNSUPPORTED_COLUMN_TYPE = 4002
-    E_UNSUPPORTED_INDEX_TYPE = 4003
-    E_KEY_NOT_FOUND = 5000
-    E_DUPLICATE_KEY = 5001
-    E_SYMBOL_NOT_FOUND = 5002
-    E_PERMISSION = 5003
-    E_RESOURCE_NOT_FOUND = 5004
-    E_UNSORTED_DATA = 6000
-    E_INVALID_USER_ARGUMENT = 7000
-    E_INVALID_DECIMAL_STRING = 7001
-    E_INVALID_CHAR_IN_NAME = 7002
-    E_NAME_TOO_LONG = 7003
-    E_NO_STAGED_SEGMENTS = 7004
-    E_UNRECOGNISED_COLUMN_STATS_VERSION = 8000
-    E_DECODE_ERROR = 9000
-
-
 @dataclass(slots=True)
 class DataError:
     """A per-item failure returned in place by the batch methods."""
@@ -220,6 +177,28 @@ class DataError:
             f"version_request_data={self.version_request_data}, error_code={self.error_code}, "
             f"error_category={self.error_category}, exception_string={self.exception_string})"
         )
+
+
+class ArrowOutputStringFormat(enum.Enum):
+    """How strings come back in Arrow/polars output (accepted for compatibility)."""
+
+    UNSPECIFIED = "unspecified"
+    LARGE_STRING = "large_string"
+    SMALL_STRING = "small_string"
+    CATEGORICAL = "categorical"
+
+
+class KeyType(enum.Enum):
+    """Kinds of stored keys (names as in ArcticDB; arcticlite's layout is in docs/engine.md)."""
+
+    VERSION_REF = "vref"
+    VERSION = "ver"
+    TABLE_INDEX = "tindex"
+    TABLE_DATA = "tdata"
+    SYMBOL_LIST = "sl"
+    SNAPSHOT = "snap"
+    APPEND_DATA = "stage"
+    LIBRARY_CONFIG = "_config"
 
 
 class StagedDataFinalizeMethod(enum.Enum):
