@@ -384,7 +384,8 @@ class LibraryCore:
             bschema = self._schema_of(base)
             brows = base.index.rows if base.index is not None else 0
             schema = norm.common_schema(
-                bmeta, bschema, meta, table.schema, dynamic=self._options.dynamic_schema, stored_rows=brows
+                bmeta, bschema, meta, table.schema, dynamic=self._options.dynamic_schema, stored_rows=brows,
+                new_rows=table.num_rows,
             ) or bschema
             if is_dt and validate_index and base.sorted not in ("ASCENDING", "UNKNOWN") and brows:
                 raise UnsortedDataException(
@@ -504,7 +505,7 @@ class LibraryCore:
         if self._options.dynamic_schema:
             leaves = widen_dynamic_leaves(leaves, len(schema.names) - n_index)
         table = read_segments(self._store, self._keys, sym, leaves, schema, n_index, wanted, rr,
-                              dynamic=self._options.dynamic_schema)
+                              dynamic=self._options.dynamic_schema, index_range=ir)
         if ir is not None and table.num_rows:
             idx = table.column(0).cast(pa.int64()).to_numpy()
             a, b = np.searchsorted(idx, ir[0], "left"), np.searchsorted(idx, ir[1], "right")
@@ -729,17 +730,4 @@ def _combine_sorted(old: str, new: str, old_last: int | None, new_first: int | N
 def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema) -> norm.NormMeta:
     """The stored meta after adding ``nmeta``'s data to ``bmeta``'s under ``schema``:
     new columns (dynamic schema) appended, the index tz of the newest write."""
-    import dataclasses
-
-    n_index = len(bmeta.index_columns)
-    names = tuple(schema.names[n_index:])
-    info: dict[str, tuple[Any, str]] = {}
-    for m in (nmeta, bmeta):  # stored meta wins for columns it knows
-        hints = tuple(getattr(m, "column_hints", ())) or ("",) * len(m.columns)
-        for c, u, h in zip(m.columns, m.user_columns, hints, strict=False):
-            info[c] = (u, h)
-    user = tuple(info.get(c, (c, ""))[0] for c in names)
-    changes: dict[str, Any] = {"columns": names, "user_columns": user, "tz": nmeta.tz}
-    if hasattr(bmeta, "column_hints"):
-        changes["column_hints"] = tuple(info.get(c, (c, ""))[1] for c in names)
-    return dataclasses.replace(bmeta, **changes)
+    return norm.common_meta(bmeta, nmeta, schema)

@@ -130,7 +130,8 @@ class UpdateMixin(LibraryCore):
                 if table.num_rows or not self._options.dynamic_schema:
                     schema = norm.common_schema(bmeta, bschema, meta, table.schema,
                                                 dynamic=self._options.dynamic_schema,
-                                                stored_rows=base.index.rows if base.index else 0) or bschema
+                                                stored_rows=base.index.rows if base.index else 0,
+                                                new_rows=table.num_rows) or bschema
                 out_meta = merged_meta(bmeta, meta, schema)
             leaves = index.leaves(base.index or EMPTY_ROOT)
             before, after = self._split_leaves(sym, leaves, lo, hi, bmeta.index_columns[0])
