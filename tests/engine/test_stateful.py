@@ -164,7 +164,7 @@ class VersionHistory(RuleBasedStateMachine):
     @precondition(lambda self: len(self.live) > 0)
     @rule(target=snapshots, data=st.data())
     def snapshot(self, data: st.DataObject) -> str:
-        name = f"snap{len(self.snaps)}"
+        name = f"snap{next(COUNTER)}"
         v = data.draw(st.sampled_from(sorted(self.live)))
         self.lib.snapshot(name, versions={SYM: v})
         self.snaps[name] = (v, self.live[v])
