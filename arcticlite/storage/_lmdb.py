@@ -25,6 +25,7 @@ import hashlib
 import os
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -46,6 +47,8 @@ DEFAULT_MAP_SIZE = 1 << 30
 _MAX_READERS = 1024
 _LIST_PAGE = 1000
 _MAX_GROWTHS = 48
+# How long a new transaction waits for a pending map resize before going ahead anyway.
+_YIELD_TO_RESIZE = 0.05
 # Keys up to LMDB's default limit are stored as they are. The threshold is fixed (not read
 # from the build) so that the on-disk layout never depends on how liblmdb was compiled.
 _MAX_KEY = 511
@@ -62,22 +65,38 @@ class _WouldDeadlock(Exception):
 
 
 class _SharedExclusiveLock:
-    """Many shared holders or one exclusive holder; shared holders are never made to wait
-    for a waiting exclusive one (so a nested shared acquisition cannot deadlock)."""
+    """Many shared holders (transactions) or one exclusive holder (a map resize).
+
+    A pending resize makes new shared holders wait, but only briefly
+    (:data:`_YIELD_TO_RESIZE`), so that a steady stream of readers cannot starve it, while a
+    thread that already holds the lock (e.g. inside a ``read_view``) never waits: nested use
+    can delay a resize, but cannot deadlock.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._shared = 0
         self._exclusive = False
+        self._waiting = 0
         self._local = threading.local()
 
     def acquire_shared(self) -> None:
-        with self._cond:
-            while self._exclusive:
-                self._cond.wait()
-            self._shared += 1
         local = self._local
-        local.depth = getattr(local, "depth", 0) + 1
+        depth = getattr(local, "depth", 0)
+        with self._cond:
+            deadline = 0.0
+            while self._exclusive or (self._waiting and not depth):
+                if self._exclusive:
+                    self._cond.wait()
+                    continue
+                now = time.monotonic()
+                if not deadline:
+                    deadline = now + _YIELD_TO_RESIZE
+                elif now >= deadline:
+                    break
+                self._cond.wait(deadline - now)
+            self._shared += 1
+        local.depth = depth + 1
 
     def release_shared(self) -> None:
         self._local.depth -= 1
@@ -107,8 +126,12 @@ class _SharedExclusiveLock:
         if self.held_by_this_thread():
             raise _WouldDeadlock  # this thread holds a shared lock (an open read_view)
         with self._cond:
-            while self._exclusive or self._shared:
-                self._cond.wait()
+            self._waiting += 1
+            try:
+                while self._exclusive or self._shared:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
             self._exclusive = True
         try:
             yield
