@@ -33,6 +33,7 @@ _ERROR_XML = (
     "<Message>{message}</Message><RequestId>arcticlite-fault</RequestId></Error>"
 )
 _FAULTS = {
+    409: ("ConditionalRequestConflict", "A conflicting operation is in progress (injected)."),
     503: ("SlowDown", "Please reduce your request rate (injected)."),
     500: ("InternalError", "We encountered an internal error (injected)."),
 }
@@ -143,7 +144,7 @@ def _drain(environ: dict[str, Any]) -> None:
 def _error(start_response: Callable, status: int) -> list[bytes]:
     code, message = _FAULTS.get(status, ("InternalError", "injected"))
     body = _ERROR_XML.format(code=code, message=message).encode()
-    reason = "Service Unavailable" if status == 503 else "Internal Server Error"
+    reason = {409: "Conflict", 503: "Service Unavailable"}.get(status, "Internal Server Error")
     start_response(
         f"{status} {reason}",
         [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))],

@@ -96,6 +96,17 @@ def test_refused_before_apply_then_success_is_a_clean_win(
     assert s3.write_if_absent("ver/1", b"again") is False  # a plain loss is not ambiguous
 
 
+def test_conditional_request_conflict_409_is_retried_and_not_ambiguous(
+    s3: S3Store, s3_server: S3TestServer
+) -> None:
+    # S3 answers 409 when a conflicting conditional write is in flight: nothing was applied
+    s3_server.fail_next(1, when="before", status=409, methods={"PUT"})
+    assert s3.write_if_absent("ver/1", b"mine") is True
+    s3_server.fail_next(1, when="before", status=409, methods={"PUT"})
+    assert s3.write_if_absent("ver/1", b"theirs") is False  # a clean loss, not ambiguous
+    assert bytes(s3.read("ver/1")) == b"mine"
+
+
 def test_a_plain_write_survives_a_lost_response(s3: S3Store, s3_server: S3TestServer) -> None:
     s3_server.fail_next(1, when="after", methods={"PUT"})
     s3.write("data", b"idempotent")
