@@ -1,18 +1,32 @@
-"""``QueryBuilder``: ArcticDB's query-building API.
+"""``QueryBuilder``: ArcticDB's query-building API (filters, projections, groupby,
+resample, date / row ranges), executed by :mod:`arcticlite.query` when passed to
+``Library.read(query_builder=...)`` or ``read_batch``.
 
-Queries can be built (filters, projections, groupby, resample, ranges) exactly as with
-ArcticDB; executing them is not implemented yet, and ``read(query_builder=...)`` raises
-``ArcticDbNotYetImplemented`` saying so.
+As in ArcticDB, ``q[cond]`` returns a new builder, while ``apply``, ``groupby``, ``agg``,
+``resample``, ``date_range``, ``head``, ``tail``, ``row_range``, ``then`` and ``prepend``
+add to the builder they are called on and return it.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as _dt
 from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from arcticlite.exceptions import ArcticDbNotYetImplemented, ArcticException, UserInputException
+
+_RESAMPLE_UNITS = "ns, us, ms, s, min, h, D"
 
 
 class ExpressionNode:
-    """A node of a query expression (column, literal or operation)."""
+    """A node of a query expression: a column, or an operation on nodes and values.
+
+    Build nodes with ``q["col"]`` / :func:`col` and Python operators: comparisons,
+    ``& | ^ ~``, ``+ - * /``, ``abs()``, unary ``-``, and the methods below.
+    """
 
     def __init__(self, op: str, *args: Any) -> None:
         self.op = op
@@ -23,8 +37,18 @@ class ExpressionNode:
             return f'Column["{self.args[0]}"]'
         return f"({self.op} {' '.join(map(repr, self.args))})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"op": self.op, "args": self.args}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.op = state["op"]
+        self.args = state["args"]
+
     def _bin(self, op: str, other: Any) -> ExpressionNode:
         return ExpressionNode(op, self, other)
+
+    def _rbin(self, op: str, other: Any) -> ExpressionNode:
+        return ExpressionNode(op, other, self)
 
     def __eq__(self, o: Any) -> ExpressionNode:  # type: ignore[override]
         return self._bin("==", o)
@@ -47,11 +71,20 @@ class ExpressionNode:
     def __and__(self, o: Any) -> ExpressionNode:
         return self._bin("&", o)
 
+    def __rand__(self, o: Any) -> ExpressionNode:
+        return self._rbin("&", o)
+
     def __or__(self, o: Any) -> ExpressionNode:
         return self._bin("|", o)
 
+    def __ror__(self, o: Any) -> ExpressionNode:
+        return self._rbin("|", o)
+
     def __xor__(self, o: Any) -> ExpressionNode:
         return self._bin("^", o)
+
+    def __rxor__(self, o: Any) -> ExpressionNode:
+        return self._rbin("^", o)
 
     def __invert__(self) -> ExpressionNode:
         return ExpressionNode("~", self)
@@ -59,14 +92,26 @@ class ExpressionNode:
     def __add__(self, o: Any) -> ExpressionNode:
         return self._bin("+", o)
 
+    def __radd__(self, o: Any) -> ExpressionNode:
+        return self._rbin("+", o)
+
     def __sub__(self, o: Any) -> ExpressionNode:
         return self._bin("-", o)
+
+    def __rsub__(self, o: Any) -> ExpressionNode:
+        return self._rbin("-", o)
 
     def __mul__(self, o: Any) -> ExpressionNode:
         return self._bin("*", o)
 
+    def __rmul__(self, o: Any) -> ExpressionNode:
+        return self._rbin("*", o)
+
     def __truediv__(self, o: Any) -> ExpressionNode:
         return self._bin("/", o)
+
+    def __rtruediv__(self, o: Any) -> ExpressionNode:
+        return self._rbin("/", o)
 
     def __abs__(self) -> ExpressionNode:
         return ExpressionNode("abs", self)
@@ -75,84 +120,192 @@ class ExpressionNode:
         return ExpressionNode("neg", self)
 
     def isin(self, *values: Any) -> ExpressionNode:
-        return ExpressionNode("isin", self, values)
+        """Rows whose value is one of ``values`` (a list, or several arguments)."""
+        return ExpressionNode("isin", self, _flatten(values))
 
     def isnotin(self, *values: Any) -> ExpressionNode:
-        return ExpressionNode("isnotin", self, values)
+        """Rows whose value is none of ``values`` (missing values included)."""
+        return ExpressionNode("isnotin", self, _flatten(values))
 
     def isna(self) -> ExpressionNode:
+        """Rows where the value is missing (NaN, None, NaT)."""
         return ExpressionNode("isna", self)
 
     isnull = isna
 
     def notna(self) -> ExpressionNode:
+        """Rows where the value is present."""
         return ExpressionNode("notna", self)
 
     notnull = notna
 
     def regex_match(self, pattern: str) -> ExpressionNode:
+        """Rows of a string column where ``pattern`` matches anywhere (``re.search``)."""
         return ExpressionNode("regex_match", self, pattern)
 
     __hash__ = None  # type: ignore[assignment]
 
 
+def _flatten(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(values) == 1 and isinstance(values[0], list | tuple | set | frozenset | np.ndarray | pd.Index | pd.Series):
+        return tuple(values[0])
+    return tuple(values)
+
+
 def col(name: str) -> ExpressionNode:
-    """A column reference, for use in ``QueryBuilder`` expressions."""
+    """A column reference, for use in ``QueryBuilder`` expressions (``col("a") > 1``)."""
     return ExpressionNode("col", name)
 
 
 def where(cond: Any, left: Any, right: Any) -> ExpressionNode:
+    """Per row, ``left`` where ``cond`` holds, else ``right`` (like ``numpy.where``).
+
+    Parameters
+    ----------
+    cond : ExpressionNode
+        A boolean expression (comparison, ``isin``, ... or a bool column).
+    left, right : ExpressionNode or scalar
+        Columns, expressions or values of compatible types.
+    """
     return ExpressionNode("where", cond, left, right)
 
 
+def _check_bound(value: Any, which: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, _dt.datetime | _dt.date | pd.Timestamp | np.datetime64):
+        raise TypeError(
+            f"DateRange bounds must be datetime, date or Timestamps, DateRange.{which}={type(value)}({value})"
+        )
+
+
 class QueryBuilder:
-    """Builds a query pipeline (ArcticDB's API). Execution is not implemented yet."""
+    """A query pipeline over one symbol, executed at read time (ArcticDB's API).
+
+    Examples
+    --------
+    >>> q = QueryBuilder()
+    >>> q = q[(q["price"] > 100) & q["sym"].isin(["A", "B"])]
+    >>> q = q.groupby("sym").agg({"price": "mean", "n": ("price", "count")})
+    >>> lib.read("trades", query_builder=q).data  # doctest: +SKIP
+
+    Notes
+    -----
+    Clauses run in order on whole columns (Arrow compute); only the columns the query and
+    ``columns=`` need are fetched, and leading date ranges / index comparisons / row slices
+    limit the segments read.
+    """
 
     def __init__(self) -> None:
         self.clauses: list[tuple[str, Any]] = []
 
     def _add(self, name: str, arg: Any) -> QueryBuilder:
-        q = copy.copy(self)
-        q.clauses = self.clauses + [(name, arg)]
-        return q
+        self.clauses.append((name, arg))
+        return self
 
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):
             return col(item)
-        return self._add("filter", item)
+        if not isinstance(item, ExpressionNode):
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT FilterClause AST would produce a column, not a bitset (got {item!r})"
+            )
+        q = copy.copy(self)
+        q.clauses = self.clauses + [("filter", item)]
+        return q
+
+    def __getattr__(self, name: str) -> ExpressionNode:
+        if name.startswith("__") or name == "clauses":
+            raise AttributeError(name)
+        return col(name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, QueryBuilder) and repr(self) == repr(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def apply(self, name: str, expr: Any) -> QueryBuilder:
+        """Add (or replace) column ``name`` computed from ``expr``."""
         return self._add("project", (name, expr))
 
     def groupby(self, name: str) -> QueryBuilder:
+        """Group rows by the values of column ``name``; follow with :meth:`agg`.
+
+        The result is indexed by the group column; rows whose key is missing are dropped.
+        """
         return self._add("groupby", name)
 
     def agg(self, aggregations: dict[str, Any]) -> QueryBuilder:
-        return self._add("aggregate", aggregations)
+        """Aggregate each group or resample bucket.
 
-    def resample(self, rule: str, closed: str | None = None, label: str | None = None,
+        Parameters
+        ----------
+        aggregations : dict
+            ``{"col": "op"}`` or ``{"out": ("col", "op")}``; ops ``sum``, ``mean``, ``min``,
+            ``max``, ``count`` (and ``first``, ``last`` after :meth:`resample`).
+        """
+        if not any(n in ("groupby", "resample") for n, _ in self.clauses):
+            raise ArcticException("Aggregation only makes sense after groupby or resample")
+        return self._add("aggregate", dict(aggregations))
+
+    def resample(self, rule: str | pd.DateOffset, closed: str | None = None, label: str | None = None,
                  offset: Any = None, origin: Any = "epoch") -> QueryBuilder:
+        """Bucket a timeseries by fixed-width time bins (``rule`` like ``"15min"``, ``"1h30min"``).
+
+        ``closed`` / ``label`` / ``offset`` / ``origin`` mean what they mean in
+        ``pandas.DataFrame.resample``; empty buckets are not output. Follow with :meth:`agg`.
+        """
+        if closed not in (None, "left", "right"):
+            raise ArcticException(f"closed kwarg to resample must be `left`, 'right', or None, but received {closed!r}")
+        if label not in (None, "left", "right"):
+            raise ArcticException(f"label kwarg to resample must be `left`, 'right', or None, but received {label!r}")
+        try:
+            off = pd.tseries.frequencies.to_offset(rule)
+            nanos = off.nanos
+        except (ValueError, TypeError) as exc:
+            raise ArcticDbNotYetImplemented(
+                f"Frequency string {rule!r} not yet supported. Valid frequency strings are {_RESAMPLE_UNITS}, "
+                "and multiples/combinations thereof such as 1h30min"
+            ) from exc
+        if nanos <= 0:
+            raise ArcticException(f"resample rule {rule!r} must be a positive duration")
         return self._add("resample", (rule, closed, label, offset, origin))
 
     def date_range(self, date_range: tuple[Any, Any]) -> QueryBuilder:
-        return self._add("date_range", date_range)
+        """Keep rows whose timestamp index is in ``date_range`` (both ends inclusive; ``None`` = open)."""
+        start, end = date_range
+        _check_bound(start, "start")
+        _check_bound(end, "end")
+        return self._add("date_range", (start, end))
 
     def head(self, n: int = 5) -> QueryBuilder:
-        return self._add("head", n)
+        """The first ``n`` rows (all but the last ``|n|`` when negative)."""
+        return self._add("head", _int(n))
 
     def tail(self, n: int = 5) -> QueryBuilder:
-        return self._add("tail", n)
+        """The last ``n`` rows (all but the first ``|n|`` when negative)."""
+        return self._add("tail", _int(n))
 
-    def row_range(self, row_range: tuple[int, int]) -> QueryBuilder:
-        return self._add("row_range", row_range)
+    def row_range(self, row_range: tuple[int | None, int | None]) -> QueryBuilder:
+        """Rows ``start:end`` like ``DataFrame.iloc`` (negatives count from the end)."""
+        start, end = row_range[0], row_range[1]
+        return self._add("row_range", (None if start is None else _int(start), None if end is None else _int(end)))
 
     def then(self, other: QueryBuilder) -> QueryBuilder:
-        q = copy.copy(self)
-        q.clauses = self.clauses + other.clauses
-        return q
+        """Append ``other``'s clauses to this builder."""
+        self.clauses.extend(other.clauses)
+        return self
 
     def prepend(self, other: QueryBuilder) -> QueryBuilder:
-        return other.then(self)
+        """Put ``other``'s clauses before this builder's."""
+        self.clauses[:0] = other.clauses
+        return self
 
     def __repr__(self) -> str:
         return " | ".join(f"{n.upper()}({a!r})" for n, a in self.clauses) or "QueryBuilder()"
+
+
+def _int(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise TypeError(f"expected an integer row count, got {type(n).__name__} {n!r}")
+    return int(n)

@@ -441,20 +441,13 @@ class LibraryCore:
         segments overlapping ``date_range`` / ``row_range`` / ``columns`` are fetched.
         """
         sym = check_symbol(symbol)
-        if query_builder is not None:
-            from arcticlite.exceptions import ArcticDbNotYetImplemented
-
-            raise ArcticDbNotYetImplemented(
-                "QueryBuilder execution is not implemented yet; read the data and filter it with "
-                "pandas, or use date_range / row_range / columns"
-            )
         if lazy:
             raise ArcticInvalidApiUsageException("lazy reads are not supported yet; use lazy=False")
         if date_range is not None and row_range is not None:
             raise ArcticException("Date range and row range both specified: give only one")
         rec = self._resolve(sym, as_of)
         data = self._read_data(sym, rec, date_range=date_range, row_range=row_range, columns=columns,
-                               output_format=output_format)
+                               output_format=output_format, query_builder=query_builder)
         return self._item(sym, rec, data)
 
     def _read_data(
@@ -466,7 +459,10 @@ class LibraryCore:
         row_range: tuple[int, int] | None = None,
         columns: list[Any] | None = None,
         output_format: Any = None,
+        query_builder: Any = None,
     ) -> Any:
+        if rec.pickled and query_builder is not None:
+            raise InternalException(f"E_RUNTIME_ERROR Cannot filter pickled data of symbol {sym!r}")
         if rec.pickled:
             if date_range is not None or row_range is not None or columns is not None:
                 raise InternalException(
@@ -498,6 +494,15 @@ class LibraryCore:
                 )
             lo, hi = to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False)
             ir = (lo, hi)
+        plan = None
+        if query_builder is not None:
+            from arcticlite.query import plan_query
+
+            plan = plan_query(query_builder, meta, total_rows=total, row_range=rr, index_range=ir,
+                              sorted_index=rec.sorted in ("ASCENDING", "UNKNOWN"), columns=columns)
+            rr, ir = plan.row_range, plan.index_range
+            wanted = (list(schema.names[n_index:]) if plan.columns is None
+                      else meta.user_to_stored(list(plan.columns)))
         if rr is not None and rr[0] >= rr[1]:
             leaves = np.zeros(0, dtype=ROW_DTYPE)
         else:
@@ -510,6 +515,10 @@ class LibraryCore:
             idx = table.column(0).cast(pa.int64()).to_numpy()
             a, b = np.searchsorted(idx, ir[0], "left"), np.searchsorted(idx, ir[1], "right")
             table = table.slice(int(a), int(max(0, b - a)))
+        if plan is not None:
+            from arcticlite.query import run_query
+
+            table, meta = run_query(table, meta, plan)
         fmt = output_format
         if fmt is None:
             fmt = getattr(self, "_output_format", None) or getattr(self._arctic, "_output_format", None)

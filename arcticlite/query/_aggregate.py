@@ -1,0 +1,122 @@
+"""``groupby(...).agg(...)`` and ``resample(...).agg(...)`` over Arrow tables.
+
+Both reduce with ``pyarrow.Table.group_by`` (single-threaded so that groups come out in
+order of first appearance, which for resample buckets is time order). As in ArcticDB,
+NaN is skipped by every aggregation (``sum`` of nothing is 0, ``mean`` / ``min`` /
+``max`` / ``first`` / ``last`` of nothing is NaN, ``count`` counts present values as
+uint64), integer sums widen to int64 / uint64, and rows with a missing group key are
+dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.query._expr import Evaluator, category, ts_ns
+
+GROUPBY_OPS = ("sum", "mean", "min", "max", "count")
+RESAMPLE_OPS = (*GROUPBY_OPS, "first", "last")
+
+
+def parse_aggregations(aggs: dict[str, Any], allowed: tuple[str, ...], where: str) -> list[tuple[str, str, str]]:
+    """``[(output name, input column, op)]`` from ``{"col": "op"}`` / ``{"out": ("col", "op")}``."""
+    out = []
+    for name, spec in aggs.items():
+        if isinstance(spec, tuple | list):
+            if len(spec) != 2:
+                raise UserInputException(
+                    f"E_INVALID_USER_ARGUMENT aggregation for {name!r} must be 'op' or ('column', 'op'), got {spec!r}"
+                )
+            column, op = spec
+        else:
+            column, op = name, spec
+        if not isinstance(op, str) or op.lower() not in allowed:
+            raise UserInputException(f"E_INVALID_USER_ARGUMENT Unknown aggregation operator provided{where}: {op}")
+        out.append((name, column, op.lower()))
+    return out
+
+
+def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str) -> Any:
+    cat = category(data.type)
+    if op in ("sum", "mean", "min", "max") and cat not in ("num", "bool", "ts") or (
+        op in ("sum", "mean") and cat == "ts"
+    ):
+        kind = "UTF_DYNAMIC64" if cat == "str" else str(data.type)
+        raise SchemaException(
+            f"E_UNSUPPORTED_COLUMN_TYPE {clause}: {op.capitalize()} aggregation not supported on column "
+            f"{column!r} of type {kind}"
+        )
+    if pa.types.is_floating(data.type):
+        data = pc.if_else(pc.is_nan(data), pa.scalar(None, data.type), data)
+    if cat == "bool" and op in ("sum", "mean"):
+        data = data.cast(pa.uint64() if op == "sum" else pa.float64())
+    return data
+
+
+def _finish(result: pa.ChunkedArray, op: str, source_type: pa.DataType) -> pa.ChunkedArray:
+    if op == "count":
+        return result.cast(pa.uint64())
+    if op == "sum":
+        return result.fill_null(pa.scalar(0, result.type))
+    if pa.types.is_floating(result.type):
+        return result.fill_null(pa.scalar(float("nan"), result.type))
+    return result
+
+
+def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple[str, str, str]],
+              clause: str) -> tuple[pa.ChunkedArray, list[tuple[str, pa.ChunkedArray]]]:
+    """Group ``ev.table`` by ``keys`` and reduce ``specs``; returns (group keys, outputs)."""
+    cols: dict[str, Any] = {"__key": keys}
+    aggs = []
+    for i, (_, column, op) in enumerate(specs):
+        cols[f"__v{i}"] = _prepare(ev.column(column), op, column, clause)
+        aggs.append((f"__v{i}", op if op != "count" else "count"))
+    keep = pc.invert(pc.is_null(keys, nan_is_null=True))
+    t = pa.table(cols).filter(keep)
+    grouped = t.group_by("__key", use_threads=False).aggregate(aggs)
+    outputs = []
+    for i, (name, _, op) in enumerate(specs):
+        outputs.append((name, _finish(grouped.column(f"__v{i}_{op}"), op, t.column(f"__v{i}").type)))
+    return grouped.column("__key"), outputs
+
+
+def resample_labels(index_ns: np.ndarray, rule: Any, closed: str | None, label: str | None, offset: Any,
+                    origin: Any) -> np.ndarray:
+    """The bucket label (int64 ns) of every timestamp, pandas' fixed-frequency binning."""
+    step = int(pd.tseries.frequencies.to_offset(rule).nanos)
+    day = 86_400 * 10**9
+    if isinstance(origin, str):
+        if origin not in ("epoch", "start", "start_day", "end", "end_day"):
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT origin must be 'epoch', 'start', 'start_day', 'end', 'end_day' or a "
+                f"timestamp, got {origin!r}"
+            )
+        if len(index_ns) == 0:
+            anchor = 0
+        elif origin == "epoch":
+            anchor = 0
+        elif origin == "start":
+            anchor = int(index_ns[0])
+        elif origin == "start_day":
+            anchor = int(index_ns[0]) // day * day
+        elif origin == "end":
+            anchor = int(index_ns[-1])
+        else:
+            anchor = -(-int(index_ns[-1]) // day) * day
+    else:
+        anchor = ts_ns(origin)
+    if offset is not None:
+        anchor += int(pd.Timedelta(offset).value)
+    from_end = origin in ("end", "end_day")
+    closed = closed or ("right" if from_end else "left")
+    label = label or ("right" if from_end else "left")
+    d = index_ns.astype(np.int64) - anchor
+    k = np.floor_divide(d, step) if closed == "left" else -np.floor_divide(-d, step) - 1
+    left = anchor + k * step
+    return left + step if label == "right" else left

@@ -1,0 +1,352 @@
+"""Plan and run a ``QueryBuilder`` over a symbol's stored Arrow table.
+
+:func:`plan_query` decides what to fetch: the columns the query needs (plus the index),
+a row range from leading ``head`` / ``tail`` / ``row_range`` clauses, and an index range
+from leading ``date_range`` clauses and conjunctive comparisons on a sorted timestamp
+index. These only narrow what is read; :func:`run_query` still applies every clause it
+is given, so results are exact. :func:`run_query` works on ``(table, meta)`` pairs:
+filters, projections and slices keep the symbol's layout, while ``groupby`` /
+``resample`` build a new frame (indexed by the group key / bucket start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from arcticlite._query import ExpressionNode, QueryBuilder
+from arcticlite.exceptions import InternalException, SchemaException, UserInputException
+from arcticlite.query._aggregate import (
+    GROUPBY_OPS,
+    RESAMPLE_OPS,
+    aggregate,
+    parse_aggregations,
+    resample_labels,
+)
+from arcticlite.query._expr import Evaluator, scalar_category, scalar_type, ts_ns
+
+_ROWWISE = ("filter", "project", "date_range")
+_SLICES = ("head", "tail", "row_range")
+_I64 = (int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """What to read for a query, and the clauses left to run on it.
+
+    Attributes
+    ----------
+    columns : list or None
+        User column names to fetch (``None``: all).
+    row_range : tuple of int or None
+        Absolute half-open rows to fetch.
+    index_range : tuple of int or None
+        Closed int64-ns bounds of a sorted timestamp index to fetch.
+    clauses : list
+        Clauses :func:`run_query` must still apply.
+    output_columns : list or None
+        The user's ``columns=`` selection to apply at the end.
+    """
+
+    columns: list[Any] | None
+    row_range: tuple[int, int] | None
+    index_range: tuple[int, int] | None
+    clauses: list[tuple[str, Any]]
+    output_columns: list[Any] | None
+
+
+def _clauses(query: Any) -> list[tuple[str, Any]]:
+    if not isinstance(query, QueryBuilder):
+        raise UserInputException(
+            f"E_INVALID_USER_ARGUMENT query_builder must be a QueryBuilder, got {type(query).__name__}"
+        )
+    return list(query.clauses)
+
+
+def _aggregates(clauses: list[tuple[str, Any]]) -> bool:
+    return any(n == "aggregate" for n, _ in clauses)
+
+
+def _names(node: Any, out: list[Any]) -> None:
+    if isinstance(node, ExpressionNode):
+        if node.op == "col":
+            out.append(node.args[0])
+        else:
+            for a in node.args:
+                _names(a, out)
+
+
+def referenced_columns(clauses: list[tuple[str, Any]]) -> list[Any]:
+    """Every column name any clause mentions (order of first mention)."""
+    out: list[Any] = []
+    for name, arg in clauses:
+        if name == "filter":
+            _names(arg, out)
+        elif name == "project":
+            _names(arg[1], out)
+        elif name == "groupby":
+            out.append(arg)
+        elif name == "aggregate":
+            for key, spec in arg.items():
+                out.append(spec[0] if isinstance(spec, tuple | list) else key)
+    return list(dict.fromkeys(out))
+
+
+def _iloc(a: int | None, b: int | None, n: int) -> tuple[int, int]:
+    a = 0 if a is None else (max(0, n + a) if a < 0 else a)
+    b = n if b is None else (max(0, n + b) if b < 0 else b)
+    a, b = min(a, n), min(b, n)
+    return a, max(a, b)
+
+
+def slice_window(name: str, arg: Any, n: int) -> tuple[int, int]:
+    """The half-open rows a ``head`` / ``tail`` / ``row_range`` clause keeps of ``n`` rows."""
+    if name == "head":
+        return (0, min(arg, n)) if arg >= 0 else (0, max(0, n + arg))
+    if name == "tail":
+        return (n - min(arg, n), n) if arg >= 0 else (min(n, -arg), n)
+    return _iloc(arg[0], arg[1], n)
+
+
+def _bound(v: Any, low: bool) -> int:
+    if v is None:
+        return _I64[0] if low else _I64[1]
+    return ts_ns(v)
+
+
+def _index_bounds(node: Any, is_index: Callable[[str], bool], lo: int, hi: int) -> tuple[int, int]:
+    """Narrow ``[lo, hi]`` by the conjuncts of ``node`` that compare the index with a value."""
+    if not isinstance(node, ExpressionNode):
+        return lo, hi
+    if node.op == "&":
+        lo, hi = _index_bounds(node.args[0], is_index, lo, hi)
+        return _index_bounds(node.args[1], is_index, lo, hi)
+    if node.op not in ("==", "<", "<=", ">", ">="):
+        return lo, hi
+    a, b = node.args
+    op = node.op
+    if isinstance(b, ExpressionNode) and not isinstance(a, ExpressionNode):
+        a, b = b, a
+        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}[op]
+    if not (isinstance(a, ExpressionNode) and a.op == "col" and is_index(a.args[0])):
+        return lo, hi
+    if isinstance(b, ExpressionNode) or scalar_category(b) != "ts":
+        return lo, hi
+    v = ts_ns(b)
+    if op in ("==", ">="):
+        lo = max(lo, v)
+    if op in ("==", "<="):
+        hi = min(hi, v)
+    if op == ">":
+        lo = max(lo, v + 1)
+    if op == "<":
+        hi = min(hi, v - 1)
+    return lo, hi
+
+
+def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, int] | None,
+               index_range: tuple[int, int] | None, sorted_index: bool,
+               columns: list[Any] | None) -> QueryPlan:
+    """Plan the read of ``query`` over a symbol described by ``meta`` (a ``NormMeta``).
+
+    ``row_range`` / ``index_range`` are what ``read(row_range=, date_range=)`` asked for
+    (already resolved); the plan narrows them. Raises ``UserInputException`` when
+    ``columns`` is combined with an aggregation, as ArcticDB does.
+    """
+    clauses = _clauses(query)
+    aggregating = _aggregates(clauses)
+    if aggregating and columns is not None:
+        raise UserInputException("E_INVALID_USER_ARGUMENT Cannot combine provided clauses with column selection")
+    refs = referenced_columns(clauses)
+    if aggregating:
+        fetch: list[Any] | None = refs
+    elif columns is None:
+        fetch = None
+    else:
+        fetch = list(columns) + [r for r in refs if r not in columns]
+    # leading row slices compose into the rows to read (unknown row counts after a date range)
+    i = 0
+    if index_range is None:
+        s, e = row_range if row_range is not None else (0, total_rows)
+        while i < len(clauses) and clauses[i][0] in _SLICES:
+            a, b = slice_window(clauses[i][0], clauses[i][1], e - s)
+            s, e = s + a, s + b
+            i += 1
+        if i:
+            row_range = (s, e)
+    # row-wise clauses before any slice or aggregation: index bounds
+    if meta.index_kind == "datetime" and sorted_index and meta.index_columns:
+        index_names = {n if n is not None else "index" for n in meta.index_names[:1]} | {meta.index_columns[0]}
+        data_names = {u for u in meta.user_columns if isinstance(u, str)}
+        shadowed = set(data_names)
+        lo, hi = index_range if index_range is not None else _I64
+        for name, arg in clauses[i:]:
+            if name not in _ROWWISE:
+                break
+            if name == "project":
+                shadowed.add(arg[0])
+            elif name == "date_range":
+                lo, hi = max(lo, _bound(arg[0], True)), min(hi, _bound(arg[1], False))
+            else:
+                lo, hi = _index_bounds(arg, lambda n: n in index_names and n not in shadowed, lo, hi)
+        if (lo, hi) != _I64:
+            index_range = (lo, hi)
+    return QueryPlan(columns=fetch, row_range=row_range, index_range=index_range, clauses=clauses[i:],
+                     output_columns=None if aggregating else columns)
+
+
+class _State:
+    """The frame between clauses: stored table, its meta, and user name -> stored name."""
+
+    def __init__(self, table: pa.Table, meta: Any) -> None:
+        self.table = table
+        self.meta = meta
+        names: dict[Any, str] = {}
+        for stored, user in zip(meta.columns, meta.user_columns, strict=True):
+            names.setdefault(user, stored)
+        for i, stored in enumerate(meta.index_columns):
+            user = meta.index_names[i] if i < len(meta.index_names) else None
+            names.setdefault(user if user is not None else "index", stored)
+        for stored in table.column_names:
+            names.setdefault(stored, stored)
+        self.names = names
+
+    def resolve(self, name: Any) -> str | None:
+        try:
+            return self.names.get(name)
+        except TypeError:
+            return None
+
+    def evaluator(self, clause: str) -> Evaluator:
+        return Evaluator(self.table, self.resolve, clause)
+
+
+def _filter(st: _State, cond: Any) -> None:
+    val = st.evaluator("FilterClause").eval(cond)
+    if val.kind == "bitset":
+        mask = val.data
+    elif val.kind == "column" and pa.types.is_boolean(val.data.type):
+        mask = val.data.fill_null(False)
+    else:
+        raise UserInputException("E_INVALID_USER_ARGUMENT FilterClause AST would produce a column, not a bitset")
+    st.table = st.table.filter(mask)
+
+
+def _project(st: _State, name: str, expr: Any) -> None:
+    val = st.evaluator("ProjectClause").eval(expr)
+    if val.kind == "bitset":
+        raise UserInputException("E_INVALID_USER_ARGUMENT ProjectClause AST would produce a bitset, not a column")
+    data = val.data
+    if val.kind == "scalar":
+        cat = scalar_category(data)
+        if cat == "ts":
+            data = pa.array(np.full(st.table.num_rows, ts_ns(data), dtype="datetime64[ns]"))
+        else:
+            data = pa.array([data] * st.table.num_rows if cat == "str" else np.full(st.table.num_rows, data),
+                            type=scalar_type(data))
+    stored = st.resolve(name)
+    index_set = set(st.meta.index_columns)
+    if stored is not None and stored in st.table.column_names and stored not in index_set:
+        st.table = st.table.set_column(st.table.column_names.index(stored), stored, data)
+    else:
+        stored = name if name not in st.table.column_names else f"{name}__projected"
+        st.table = st.table.append_column(stored, data)
+        st.names[name] = stored
+
+
+def _index_ns(st: _State, clause: str) -> np.ndarray:
+    if st.meta.index_kind != "datetime" or not st.meta.index_columns:
+        raise SchemaException(f"E_UNSUPPORTED_INDEX_TYPE {clause} can only be applied to timeseries")
+    col = st.table.column(st.meta.index_columns[0])
+    return np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _date_range(st: _State, bounds: tuple[Any, Any]) -> None:
+    idx = _index_ns(st, "DateRangeClause")
+    lo, hi = _bound(bounds[0], True), _bound(bounds[1], False)
+    st.table = st.table.filter(pa.array((idx >= lo) & (idx <= hi)))
+
+
+def _frame(index: pd.Index, outputs: list[tuple[str, pa.ChunkedArray]]) -> tuple[pa.Table, Any]:
+    from arcticlite.library import _normalize as norm
+
+    data = {name: arr.to_pandas() for name, arr in outputs}
+    df = pd.DataFrame({k: v.to_numpy() if isinstance(v, pd.Series) else v for k, v in data.items()}, index=index)
+    if not outputs:
+        df = pd.DataFrame(index=index)
+    return norm.normalize(df)  # type: ignore[no-any-return]
+
+
+def _groupby(st: _State, key: str, aggs: dict[str, Any]) -> None:
+    specs = parse_aggregations(aggs, GROUPBY_OPS, "")
+    ev = st.evaluator("GroupByClause")
+    keys = ev.column(key)
+    ev.clause = "AggregationClause"
+    groups, outputs = aggregate(ev, keys, specs, "Aggregation")
+    kstored = st.resolve(key)
+    if st.meta.index_columns and kstored == st.meta.index_columns[0] and st.meta.index_kind == "datetime":
+        index: pd.Index = _dt_index(np.asarray(groups.cast(pa.int64()).to_numpy(), dtype=np.int64), st.meta, key)
+    else:
+        index = pd.Index(groups.to_pandas(), name=key)
+    st.__init__(*_frame(index, outputs))  # type: ignore[misc]
+
+
+def _dt_index(ns: np.ndarray, meta: Any, name: Any) -> pd.DatetimeIndex:
+    idx = pd.DatetimeIndex(ns.astype("datetime64[ns]"), name=name)
+    if meta.tz is not None:
+        idx = idx.tz_localize("UTC").tz_convert(meta.tz)
+    return idx
+
+
+def _resample(st: _State, args: tuple[Any, ...], aggs: dict[str, Any]) -> None:
+    rule, closed, label, offset, origin = args
+    specs = parse_aggregations(aggs, RESAMPLE_OPS, " to resample")
+    idx = _index_ns(st, "ResampleClause")
+    labels = resample_labels(idx, rule, closed, label, offset, origin)
+    ev = st.evaluator("ResampleClause")
+    groups, outputs = aggregate(ev, pa.array(labels, pa.int64()), specs, "Resample")
+    index = _dt_index(np.asarray(groups.to_numpy(), dtype=np.int64), st.meta,
+                      st.meta.index_names[0] if st.meta.index_names else None)
+    st.__init__(*_frame(index, outputs))  # type: ignore[misc]
+
+
+def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, Any]:
+    """Apply ``plan.clauses`` to ``table`` (stored columns, index first) described by ``meta``.
+
+    Returns the resulting table and the meta that describes it (a new one after
+    ``groupby`` / ``resample``). Every step is a whole-column Arrow / numpy operation.
+    """
+    st = _State(table, meta)
+    clauses = plan.clauses
+    pending: tuple[str, Any] | None = None
+    for name, arg in clauses:
+        if name == "filter":
+            _filter(st, arg)
+        elif name == "project":
+            _project(st, arg[0], arg[1])
+        elif name in _SLICES:
+            a, b = slice_window(name, arg, st.table.num_rows)
+            st.table = st.table.slice(a, b - a)
+        elif name == "date_range":
+            _date_range(st, arg)
+        elif name in ("groupby", "resample"):
+            if name == "resample":
+                _index_ns(st, "ResampleClause")
+            pending = (name, arg)
+        elif name == "aggregate":
+            if pending is None:
+                raise InternalException("Aggregation only makes sense after groupby or resample")
+            if pending[0] == "groupby":
+                _groupby(st, pending[1], arg)
+            else:
+                _resample(st, pending[1], arg)
+            pending = None
+    if plan.output_columns is not None:
+        keep = set(st.meta.user_to_stored(list(plan.output_columns))) | set(st.meta.index_columns)
+        st.table = st.table.select([n for n in st.table.column_names if n in keep])
+    return st.table, st.meta

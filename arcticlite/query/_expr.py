@@ -1,0 +1,374 @@
+"""Evaluate a ``QueryBuilder`` expression tree over whole Arrow columns.
+
+A value is a :class:`Val`: a *bitset* (non-null boolean array: the result of a
+comparison, ``isin``, ``isna``, ``regex_match`` or a logical operator), a *column*
+(any Arrow array) or a *scalar*. Type rules follow ArcticDB: strings compare only for
+(in)equality and only with strings, arithmetic needs numbers, integer results widen
+(``uint8 + uint8 -> uint16``, ``int32 + int32 -> int64``), ``/`` gives float64, a missing
+value is "not equal" to anything and "not in" any set.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arcticlite._query import ExpressionNode
+from arcticlite.exceptions import SchemaException, UserInputException
+
+ArrowData = pa.Array | pa.ChunkedArray
+
+_CMP: dict[str, str] = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
+                        ">": "greater", ">=": "greater_equal"}
+_CMP_NAME = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
+_LOGIC = {"&": ("and_", "AND"), "|": ("or_", "OR"), "^": ("xor", "XOR")}
+_ARITH = {"+": ("add", "ADD"), "-": ("subtract", "SUB"), "*": ("multiply", "MUL"), "/": ("divide", "DIV")}
+
+
+@dataclass(frozen=True, slots=True)
+class Val:
+    """An evaluated expression: ``kind`` is ``"bitset"``, ``"column"`` or ``"scalar"``."""
+
+    kind: str
+    data: Any
+    text: str
+
+
+def category(t: pa.DataType) -> str:
+    """``"str"``, ``"num"``, ``"bool"``, ``"ts"``, ``"dur"`` or ``"other"`` for an Arrow type."""
+    if pa.types.is_dictionary(t):
+        return category(t.value_type)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return "str"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return "num"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "ts"
+    if pa.types.is_duration(t):
+        return "dur"
+    return "other"
+
+
+def scalar_category(v: Any) -> str:
+    """The category of a Python / numpy scalar, as :func:`category`."""
+    if isinstance(v, str | np.str_):
+        return "str"
+    if isinstance(v, bool | np.bool_):
+        return "bool"
+    if isinstance(v, int | float | np.integer | np.floating):
+        return "num"
+    if isinstance(v, _dt.datetime | _dt.date | np.datetime64 | pd.Timestamp):
+        return "ts"
+    if isinstance(v, _dt.timedelta | np.timedelta64 | pd.Timedelta):
+        return "dur"
+    return "other"
+
+
+def type_name(t: pa.DataType) -> str:
+    """ArcticDB's name of the value type of Arrow type ``t`` (``INT64``, ``STRING``...)."""
+    cat = category(t)
+    if cat == "str":
+        return "STRING"
+    if cat == "bool":
+        return "BOOL8"
+    if cat == "ts":
+        return "NANOSECONDS_UTC64"
+    if cat == "num":
+        return str(t).replace("double", "float64").replace("float", "float32").replace("float3264", "float64").upper()
+    return str(t).upper()
+
+
+def _td(v: Val) -> str:
+    if v.kind == "bitset":
+        return "TD<type=BITSET, dim=0>"
+    if v.kind == "scalar":
+        try:
+            t = scalar_type(v.data)
+        except UserInputException:
+            return f"TD<type={type(v.data).__name__}, dim=0>"
+        return f"TD<type={type_name(t)}, dim=0>"
+    return f"TD<type={type_name(v.data.type)}, dim=0>"
+
+
+def scalar_type(v: Any) -> pa.DataType:
+    """ArcticDB types an integer literal by the smallest type holding it (``5`` is uint8)."""
+    if isinstance(v, bool | np.bool_):
+        return pa.bool_()
+    if isinstance(v, np.integer | np.floating):
+        return pa.from_numpy_dtype(v.dtype)
+    if isinstance(v, int):
+        for t in ((np.uint8, np.uint16, np.uint32, np.uint64) if v >= 0 else (np.int8, np.int16, np.int32, np.int64)):
+            info = np.iinfo(t)
+            if info.min <= v <= info.max:
+                return pa.from_numpy_dtype(np.dtype(t))
+        return pa.float64()
+    if isinstance(v, float):
+        return pa.float64()
+    if isinstance(v, str | np.str_):
+        return pa.string()
+    raise UserInputException(f"E_INVALID_USER_ARGUMENT unsupported value {v!r} of type {type(v).__name__} in a query")
+
+
+def ts_ns(v: Any) -> int:
+    """Nanoseconds since the epoch (UTC; naive means UTC) of a timestamp-like value."""
+    t = pd.Timestamp(v)
+    if t.tzinfo is not None:
+        t = t.tz_convert("UTC").tz_localize(None)
+    return int(t.as_unit("ns").value)
+
+
+def _ts_array(a: ArrowData) -> ArrowData:
+    if pa.types.is_date(a.type):
+        a = a.cast(pa.timestamp("ns"))
+    if a.type != pa.timestamp("ns"):
+        a = a.cast(pa.timestamp(a.type.unit)).cast(pa.timestamp("ns"))
+    return a.cast(pa.int64())
+
+
+def _num_dtype(v: Val) -> np.dtype[Any]:
+    t = v.data.type if v.kind == "column" else scalar_type(v.data)
+    return np.dtype(t.to_pandas_dtype())
+
+
+def _int_result(op: str, a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any]:
+    width = min(64, 2 * max(a.itemsize, b.itemsize) * 8)
+    unsigned = a.kind == "u" and b.kind == "u" and op != "-"
+    return np.dtype(f"{'u' if unsigned else ''}int{width}")
+
+
+def _arith_dtype(op: str, a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any]:
+    if op == "/":
+        return np.dtype("float64")
+    if a.kind == "f" or b.kind == "f":
+        return np.dtype("float32") if a == b == np.dtype("float32") else np.dtype("float64")
+    return _int_result(op, a, b)
+
+
+def _as_array(v: Val, dtype: pa.DataType) -> Any:
+    if v.kind == "scalar":
+        return pa.scalar(v.data, type=dtype)
+    return v.data.cast(dtype) if v.data.type != dtype else v.data
+
+
+def _bool_of(v: Val, side: str, opname: str) -> ArrowData:
+    if v.kind == "bitset":
+        return v.data
+    if v.kind == "column" and category(v.data.type) == "bool":
+        return v.data.fill_null(False)
+    if v.kind == "scalar" and isinstance(v.data, bool | np.bool_):
+        return pa.scalar(bool(v.data))
+    t = v.data.type if v.kind == "column" else type(v.data).__name__
+    raise UserInputException(
+        f"E_INVALID_USER_ARGUMENT Unexpected data type {type_name(t) if isinstance(t, pa.DataType) else t} input as "
+        f"{side} operand to {opname}"
+    )
+
+
+class Evaluator:
+    """Evaluates expressions against ``table``; ``resolve`` maps a user column name to a
+    stored one (or ``None``); ``clause`` names the clause in error messages."""
+
+    def __init__(self, table: pa.Table, resolve: Callable[[str], str | None], clause: str) -> None:
+        self.table = table
+        self.resolve = resolve
+        self.clause = clause
+
+    def column(self, name: Any) -> ArrowData:
+        """The stored column for user name ``name``, or ``SchemaException``."""
+        stored = self.resolve(name)
+        if stored is None or stored not in self.table.column_names:
+            raise SchemaException(
+                f"E_COLUMN_DOESNT_EXIST {self.clause} requires column {name!r} to exist in input data"
+            )
+        data = self.table.column(stored)
+        if pa.types.is_dictionary(data.type):
+            data = data.cast(data.type.value_type)
+        return data
+
+    def eval(self, node: Any) -> Val:
+        """Evaluate ``node`` (an :class:`ExpressionNode` or a scalar)."""
+        if not isinstance(node, ExpressionNode):
+            if isinstance(node, np.datetime64 | _dt.datetime | _dt.date):
+                node = pd.Timestamp(node)
+            return Val("scalar", node, repr(node))
+        op, args = node.op, node.args
+        if op == "col":
+            return Val("column", self.column(args[0]), f'Column["{args[0]}"]')
+        if op in _CMP:
+            return self._compare(op, self.eval(args[0]), self.eval(args[1]))
+        if op in _LOGIC:
+            a, b = self.eval(args[0]), self.eval(args[1])
+            fn, name = _LOGIC[op]
+            out = getattr(pc, fn)(_bool_of(a, "left", name), _bool_of(b, "right", name))
+            return Val("bitset", out, f"({a.text} {name} {b.text})")
+        if op == "~":
+            a = self.eval(args[0])
+            return Val("bitset", pc.invert(_bool_of(a, "left", "NOT")), f"NOT {a.text}")
+        if op in _ARITH:
+            return self._arith(op, self.eval(args[0]), self.eval(args[1]))
+        if op in ("abs", "neg"):
+            return self._unary(op, self.eval(args[0]))
+        if op in ("isin", "isnotin"):
+            return self._isin(op, self.eval(args[0]), args[1])
+        if op in ("isna", "notna"):
+            a = self.eval(args[0])
+            if a.kind != "column":
+                raise UserInputException(f"E_INVALID_USER_ARGUMENT {op} needs a column, got {a.text}")
+            mask = pc.is_null(a.data, nan_is_null=True)
+            return Val("bitset", mask if op == "isna" else pc.invert(mask), f"{op.upper()}({a.text})")
+        if op == "regex_match":
+            a, pattern = self.eval(args[0]), args[1]
+            if a.kind != "column" or category(a.data.type) != "str" or not isinstance(pattern, str):
+                raise UserInputException(
+                    f"E_INVALID_USER_ARGUMENT Unexpected data types {_td(a)} {type(pattern).__name__} input to REGEX_MATCH"
+                )
+            return Val("bitset", pc.match_substring_regex(a.data, pattern).fill_null(False), f"REGEX({a.text})")
+        if op == "where":
+            return self._where(self.eval(args[0]), self.eval(args[1]), self.eval(args[2]))
+        raise UserInputException(f"E_INVALID_USER_ARGUMENT unknown query operation {op!r}")
+
+    # -- operations --------------------------------------------------------------------------------
+    def _operand_cat(self, v: Val) -> str:
+        if v.kind == "bitset":
+            return "bool"
+        if v.kind == "column":
+            return category(v.data.type)
+        return scalar_category(v.data)
+
+    def _compare(self, op: str, a: Val, b: Val) -> Val:
+        ca, cb = self._operand_cat(a), self._operand_cat(b)
+        text = f"{a.text} {_CMP_NAME[op]} {b.text}"
+        bad = ca != cb or ca == "other" or (ca == "str" and op not in ("==", "!=")) or (a.kind == b.kind == "scalar")
+        if bad:
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT Invalid comparison {a.text} ({_td(a)}) {_CMP_NAME[op]} {b.text} ({_td(b)})"
+            )
+        if ca == "ts":
+            x: Any = _ts_array(a.data) if a.kind == "column" else pa.scalar(ts_ns(a.data), pa.int64())
+            y: Any = _ts_array(b.data) if b.kind == "column" else pa.scalar(ts_ns(b.data), pa.int64())
+        else:
+            x = a.data if a.kind != "scalar" else _py_scalar(a.data)
+            y = b.data if b.kind != "scalar" else _py_scalar(b.data)
+        out = getattr(pc, _CMP[op])(x, y)
+        return Val("bitset", out.fill_null(op == "!="), text)
+
+    def _arith(self, op: str, a: Val, b: Val) -> Val:
+        fn, name = _ARITH[op]
+        if self._operand_cat(a) != "num" or self._operand_cat(b) != "num" or a.kind == "bitset" or b.kind == "bitset":
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT Non-numeric operand provided to binary operation: "
+                f"{a.text} ({_td(a)}) {name} {b.text} ({_td(b)})"
+            )
+        dt = pa.from_numpy_dtype(_arith_dtype(op, _num_dtype(a), _num_dtype(b)))
+        text = f"({a.text} {name} {b.text})"
+        if a.kind == b.kind == "scalar":
+            return Val("scalar", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)).as_py(), text)
+        return Val("column", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)), text)
+
+    def _unary(self, op: str, a: Val) -> Val:
+        name = op.upper()
+        if self._operand_cat(a) != "num" or a.kind == "bitset":
+            raise UserInputException(f"E_INVALID_USER_ARGUMENT Cannot perform unary operation {name}({a.text}) ({_td(a)})")
+        if a.kind == "scalar":
+            return Val("scalar", abs(a.data) if op == "abs" else -a.data, f"{name}({a.text})")
+        dt = _num_dtype(a)
+        data = a.data
+        if op == "neg" and dt.kind == "u":
+            data = data.cast(pa.from_numpy_dtype(np.dtype(f"int{min(64, dt.itemsize * 16)}")))
+        return Val("column", pc.abs(data) if op == "abs" else pc.negate(data), f"{name}({a.text})")
+
+    def _isin(self, op: str, a: Val, values: tuple[Any, ...]) -> Val:
+        name = "ISIN" if op == "isin" else "ISNOTIN"
+        if a.kind != "column":
+            raise UserInputException(f"E_INVALID_USER_ARGUMENT {name} needs a column, got {a.text}")
+        cat = category(a.data.type)
+        cats = {scalar_category(v) for v in values}
+        if cats - {cat}:
+            kinds = ", ".join(sorted(cats - {cat}))
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT Cannot check membership '{name}' of {a.text} ({_td(a)}) in set of values of "
+                f"kind {kinds}"
+            )
+        data = a.data
+        if not values:
+            mask = pa.array(np.zeros(len(data), dtype=bool))
+        else:
+            if cat == "ts":
+                data = _ts_array(data)
+                vs = pa.array([ts_ns(v) for v in values], pa.int64())
+            elif cat == "num":
+                pyvals = [_py_scalar(v) for v in values]
+                if pa.types.is_integer(data.type) and all(isinstance(v, int) for v in pyvals):
+                    vs = pa.array(pyvals, pa.int64() if min(pyvals) < 0 or max(pyvals) < 2**63 else pa.uint64())
+                    data = data.cast(vs.type) if data.type != vs.type and not _fits(data, vs.type) else data
+                else:
+                    data = data.cast(pa.float64())
+                    vs = pa.array([float(v) for v in pyvals], pa.float64())
+            else:
+                vs = pa.array([_py_scalar(v) for v in values], data.type)
+            mask = pc.is_in(data, value_set=vs).fill_null(False)
+        return Val("bitset", mask if op == "isin" else pc.invert(mask), f"{name}({a.text})")
+
+    def _where(self, c: Val, a: Val, b: Val) -> Val:
+        cond = _bool_of(c, "condition", "TERNARY")
+        ca, cb = self._operand_cat(a), self._operand_cat(b)
+        text = f"WHERE({c.text}, {a.text}, {b.text})"
+        if ca != cb:
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT Invalid ternary operands {a.text} ({_td(a)}) and {b.text} ({_td(b)})"
+            )
+        if ca == "num":
+            da, db = _num_dtype(a), _num_dtype(b)
+            if da.kind == "f" or db.kind == "f":
+                dt = pa.float64()
+            elif a.kind == "scalar":
+                dt = pa.from_numpy_dtype(db if b.kind == "column" else np.promote_types(da, db))
+                if not _scalar_fits(a.data, dt):
+                    dt = pa.from_numpy_dtype(np.promote_types(da, db))
+            elif b.kind == "scalar":
+                dt = pa.from_numpy_dtype(da)
+                if not _scalar_fits(b.data, dt):
+                    dt = pa.from_numpy_dtype(np.promote_types(da, db))
+            else:
+                dt = pa.from_numpy_dtype(np.promote_types(da, db))
+        elif ca == "str":
+            dt = pa.string()
+        elif ca == "bool":
+            dt = pa.bool_()
+        else:
+            ta = a.data.type if a.kind == "column" else None
+            tb = b.data.type if b.kind == "column" else None
+            dt = ta or tb or pa.timestamp("ns")
+        xa = _as_array(a if a.kind != "bitset" else Val("column", a.data, a.text), dt)
+        xb = _as_array(b if b.kind != "bitset" else Val("column", b.data, b.text), dt)
+        out = pc.if_else(cond, xa, xb)
+        if isinstance(out, pa.Scalar):
+            out = pa.array([out.as_py()] * len(self.table), dt)
+        return Val("column", out, text)
+
+
+def _fits(data: ArrowData, t: pa.DataType) -> bool:
+    return bool(data.type == t)
+
+
+def _scalar_fits(v: Any, t: pa.DataType) -> bool:
+    try:
+        pa.scalar(v, type=t)
+    except (pa.ArrowInvalid, OverflowError, TypeError):
+        return False
+    return True
+
+
+def _py_scalar(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
