@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
+from arcticlite.format._parquet import from_parquet, to_parquet
 from arcticlite.format._range import RangeReader
 from arcticlite.format._reader import FermionReader
 from arcticlite.format._writer import FermionWriter
@@ -35,6 +36,8 @@ __all__ = [
     "RangeReader",
     "decode",
     "encode",
+    "from_parquet",
+    "to_parquet",
 ]
 
 

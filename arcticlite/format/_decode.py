@@ -142,7 +142,7 @@ def _binary_plan(pages: np.ndarray, coll: Collector, odt: np.dtype[Any], total: 
             datas.append(d)
         if odt == np.int32 and base > np.iinfo(np.int32).max:
             raise InvalidFileError("string data exceeds 2 GiB in a 32-bit offsets column")
-        data = np.concatenate(datas) if len(datas) != 1 else datas[0]
+        data = np.concatenate(datas) if len(datas) > 1 else datas[0] if datas else np.zeros(0, np.uint8)
         return pa.py_buffer(offs_out), pa.py_buffer(data)
 
     return finish

@@ -300,6 +300,14 @@ class FermionReader:
         return str(_codec.describe(self._rr.read(offset, length)))
 
     # ------------------------------------------------------------------ reading
+    def stripe_starts(self) -> list[int]:
+        """First row of each stripe, then the row count (reads one CMB)."""
+        for i in range(self.num_columns):
+            self._load_cmbs([i])
+            if self._starts is not None:
+                return list(self._starts)
+        return [0, self.num_rows] if self.num_rows else [0]
+
     def _stripe_starts(self, cm: ColumnMeta | None) -> list[int]:
         return self._starts if self._starts is not None else [0, self.num_rows]
 

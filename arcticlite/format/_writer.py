@@ -277,8 +277,12 @@ class FermionWriter:
     def _flush(self, nrows: int) -> None:
         if not self._pending:
             return
-        table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-        stripe, rest = table.slice(0, nrows), table.slice(nrows)
+        if not self._columns:  # pyarrow slices/concatenates 0-column tables wrongly: count rows
+            total = self._pending_rows
+            stripe, rest = _no_columns(min(nrows, total)), _no_columns(max(0, total - nrows))
+        else:
+            table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+            stripe, rest = table.slice(0, nrows), table.slice(nrows)
         self._pending = [rest] if rest.num_rows else []
         self._pending_rows = rest.num_rows
         allowed = None
@@ -438,7 +442,7 @@ class FermionWriter:
         if self._batch_mode:
             blob = serialize_field(pa.field("__batch_meta__", pa.int64()))
             fields.append((self._emit(blob), len(blob), L.checksum(blob)))
-        meta_blob = serialize_schema_meta(self._schema.metadata if self._schema else None)
+        meta_blob = serialize_schema_meta(self._schema.metadata if self._schema is not None else None)
         meta_off = self._emit(meta_blob)
         schema_len = self._pos - schema_off
         ncols = len(self._columns)
@@ -601,6 +605,10 @@ class FermionWriter:
             self.close()
         elif self._own_file and self._file is not None and not self._file.closed:
             self._file.close()
+
+
+def _no_columns(n: int) -> pa.Table:
+    return pa.table({"_": pa.nulls(n)}).select([])
 
 
 # ----------------------------------------------------------------------------- page jobs
