@@ -161,3 +161,19 @@ def test_delete_staged_data_and_stage_results(lib: Library) -> None:
     assert lib.get_staged_symbols() == []
     with pytest.raises(UserInputException):
         lib.finalize_staged_data("t")
+
+
+def test_staged_data_of_prefix_sharing_symbols_is_separate(lib: Library) -> None:
+    names = ["a", "a/b", "a%2Fb", "a/", "A"]
+    for i, n in enumerate(names):
+        lib.write(n, frame(1, base=i))
+        lib.stage(n, frame(1, start="2024-02-01", base=10 * i + 1))
+    assert sorted(lib.get_staged_symbols()) == sorted(names)
+    lib.finalize_staged_data("a", mode="append")
+    lib.delete_staged_data("a/")
+    assert sorted(lib.get_staged_symbols()) == sorted(set(names) - {"a", "a/"})
+    assert lib.read("a").data["a"].tolist() == [0, 1]
+    for i, n in enumerate(names[1:], start=1):
+        assert lib.read(n).data["a"].tolist() == [i]
+    lib.delete("a")
+    assert sorted(lib.list_symbols()) == sorted(set(names) - {"a"})
