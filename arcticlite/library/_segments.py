@@ -1,13 +1,28 @@
 """The data path: slice a table into row x column tiles, encode them as Fermion segments,
-write them under fresh names; and back: fetch the segments a read needs and assemble them.
+write them content addressed; and back: fetch the segments a read needs and assemble them.
+
+Costs (measured in ``benchmarks/bench_engine.py``):
+
+- writes encode segments in the thread pool and hand finished segments to the store in
+  batches of about :data:`WRITE_BATCH_BYTES`, so that storage I/O (an LMDB transaction and its
+  fsync, S3 PUTs) overlaps encoding instead of following it; at most :data:`ENCODE_WINDOW`
+  encodes are in flight, so memory stays bounded by the window plus the queued batches;
+- reads decode each segment straight from the store's zero-copy view where the backend lends
+  one (LMDB's memory map), so a segment's bytes are never copied out of the store first; only
+  the pages of the rows wanted are decoded (row ranges, and date ranges trimmed on the
+  segment's own index column before its data columns are touched); the index column of a row
+  group is decoded once, not once per column slice; small segments are read in one store
+  request and decoded in a few pool tasks rather than one task each.
 """
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +32,16 @@ from arcticlite.index._tindex import ROW_DTYPE, hex_digests, new_digest
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys
 
-_POOL = ThreadPoolExecutor(max_workers=max(4, (os.cpu_count() or 2) * 2), thread_name_prefix="arcticlite-seg")
+THREADS = max(2, os.cpu_count() or 2)
+_POOL = ThreadPoolExecutor(max_workers=max(4, THREADS * 2), thread_name_prefix="arcticlite-seg")
+_IO = ThreadPoolExecutor(max_workers=4, thread_name_prefix="arcticlite-io")
+
+WRITE_BATCH_BYTES = 32 << 20
+"""Encoded bytes handed to the store per ``write_many`` call (one LMDB transaction)."""
+ENCODE_WINDOW = 2 * THREADS
+"""Segment encodes in flight while earlier segments are written."""
+SMALL_SEGMENT_BYTES = 64 << 10
+"""Segments smaller than this on average are read in one store request (copies are cheap)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +70,7 @@ def col_slices(n_data: int, layout: Layout) -> list[tuple[int, int]]:
     return [(c, min(c + step, n_data)) for c in range(0, n_data, step)]
 
 
+# -- writing ------------------------------------------------------------------------------------
 def write_segments(
     store: KVStore,
     keys: LibraryKeys,
@@ -55,9 +80,13 @@ def write_segments(
     *,
     start_row: int,
     is_datetime: bool,
+    sink: dict[str, bytes] | None = None,
 ) -> np.ndarray:
     """Encode and write ``table`` as segments; return their leaf rows (rows offset by
-    ``start_row``). Nothing refers to the segments until a version commits them."""
+    ``start_row``). Nothing refers to the segments until a version commits them.
+
+    With ``sink``, a table that fits one segment is not written but put into ``sink``, for
+    the caller to write with its commit (one LMDB transaction for a small append)."""
     n = table.num_rows
     if n == 0:
         return np.zeros(0, dtype=ROW_DTYPE)
@@ -65,33 +94,130 @@ def write_segments(
     names = table.column_names
     n_data = len(names) - layout.n_index
     cslices = col_slices(n_data, layout)
-    tasks = []
-    for r0 in range(0, n, layout.rows_per_segment):
-        r1 = min(r0 + layout.rows_per_segment, n)
+    r0s = np.arange(0, n, layout.rows_per_segment, dtype=np.int64)
+    r1s = np.minimum(r0s + layout.rows_per_segment, n)
+    tasks: list[tuple[int, int, list[str]]] = []
+    for r0, r1 in zip(r0s.tolist(), r1s.tolist(), strict=True):
         for c0, c1 in cslices:
-            cols = names[: layout.n_index] + names[layout.n_index + c0 : layout.n_index + c1]
-            tasks.append((r0, r1, c0, c1, cols))
+            tasks.append((r0, r1, names[: layout.n_index] + names[layout.n_index + c0 : layout.n_index + c1]))
+    # one pool task per segment: Fermion's own page parallelism only for a lone segment
+    inner_parallel = len(tasks) == 1
 
-    def encode(task: tuple[int, int, int, int, list[str]]) -> tuple[str, bytes]:
-        r0, r1, _c0, _c1, cols = task
-        body = fermion.encode(table.select(cols).slice(r0, r1 - r0))
-        return new_digest(body), body
+    def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
+        r0, r1, cols = task
+        body = fermion.encode(table.select(cols).slice(r0, r1 - r0), parallel=inner_parallel)
+        return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)
 
-    encoded = list(_POOL.map(encode, tasks)) if len(tasks) > 1 else [encode(tasks[0])]
-    store.write_many({keys.tdata(sym, d): body for d, body in encoded})
     rows = np.zeros(len(tasks), dtype=ROW_DTYPE)
-    for i, ((r0, r1, c0, c1, _), (d, body)) in enumerate(zip(tasks, encoded, strict=True)):
-        seg = idx[r0:r1]
-        rows[i]["min_index"] = seg.min()
-        rows[i]["max_index"] = seg.max()
-        rows[i]["start_row"] = start_row + r0
-        rows[i]["end_row"] = start_row + r1
-        rows[i]["start_col"] = c0
-        rows[i]["end_col"] = c1
-        rows[i]["digest"] = np.frombuffer(bytes.fromhex(d), dtype=np.uint8)
-        rows[i]["seg_rows"] = r1 - r0
-        rows[i]["nbytes"] = len(body)
+    ncs = len(cslices)
+    rows["start_row"] = np.repeat(start_row + r0s, ncs)
+    rows["end_row"] = np.repeat(start_row + r1s, ncs)
+    rows["seg_rows"] = np.repeat(r1s - r0s, ncs)
+    rows["start_col"] = np.tile([c0 for c0, _ in cslices], len(r0s))
+    rows["end_col"] = np.tile([c1 for _, c1 in cslices], len(r0s))
+    rows["min_index"] = np.repeat(np.minimum.reduceat(idx, r0s), ncs)
+    rows["max_index"] = np.repeat(np.maximum.reduceat(idx, r0s), ncs)
+
+    if len(tasks) == 1:
+        digest, body = encode(tasks[0])
+        rows[0]["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
+        rows[0]["nbytes"] = len(body)
+        if sink is not None:
+            sink[keys.tdata(sym, digest)] = body
+        else:
+            store.write_many({keys.tdata(sym, digest): body})
+        return rows
+
+    # encode in the pool, write finished segments in batches while later ones encode
+    pending: deque[Future[tuple[str, bytes]]] = deque()
+    writes: list[Future[None]] = []
+    nxt = 0
+    batch: dict[str, bytes] = {}
+    batch_bytes = 0
+    try:
+        for i in range(len(tasks)):
+            while nxt < len(tasks) and len(pending) < ENCODE_WINDOW:
+                pending.append(_POOL.submit(encode, tasks[nxt]))
+                nxt += 1
+            digest, body = pending.popleft().result()
+            rows[i]["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
+            rows[i]["nbytes"] = len(body)
+            batch[keys.tdata(sym, digest)] = body
+            batch_bytes += len(body)
+            if batch_bytes >= WRITE_BATCH_BYTES:
+                writes.append(_IO.submit(store.write_many, batch))
+                batch, batch_bytes = {}, 0
+        if batch:
+            store.write_many(batch)
+    finally:
+        for f in pending:
+            f.cancel()
+        errors = [f.exception() for f in writes]  # waits for every write
+    for exc in errors:
+        if exc is not None:
+            raise exc
     return rows
+
+
+# -- reading ------------------------------------------------------------------------------------
+def _lends_views(store: KVStore) -> bool:
+    """Whether ``store.read_view`` is zero-copy (the default implementation reads a copy)."""
+    return type(store).read_view is not KVStore.read_view
+
+
+def _has_nested_dictionary(typ: pa.DataType) -> bool:
+    if pa.types.is_dictionary(typ):
+        return True
+    return any(_has_nested_dictionary(typ.field(i).type) for i in range(typ.num_fields))
+
+
+def _detached(table: pa.Table, view: memoryview) -> bool:
+    """Whether no buffer of ``table`` points into ``view`` (decoders may return zero-copy
+    views of plain pages; those must not outlive the store's view)."""
+    src = pa.py_buffer(view)
+    lo, hi = src.address, src.address + src.size
+    del src
+    for col in table.columns:
+        typ = col.type
+        dict_top = pa.types.is_dictionary(typ)
+        if (dict_top and _has_nested_dictionary(typ.value_type)) or (not dict_top and _has_nested_dictionary(typ)):
+            return False  # Array.buffers() does not reach nested dictionaries: be safe
+        for chunk in col.chunks:
+            parts = [chunk.indices, chunk.dictionary] if dict_top else [chunk]
+            for part in parts:
+                for buf in part.buffers():
+                    if buf is not None and buf.size and lo <= buf.address < hi:
+                        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    pos: int  # position in ``leaves``
+    key: str
+    cols: list[str]
+    lo: int  # rows [lo, hi) of the segment file
+    hi: int
+    trim: bool  # cut the rows to ``index_range`` with the segment's own index column
+
+
+def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
+            index_range: tuple[int, int] | None, parallel: bool) -> pa.Table:
+    reader = fermion.FermionReader(src, parallel=parallel)
+    try:
+        cols = job.cols
+        if dynamic:  # segments hold the columns that existed when they were written
+            present = set(reader.column_names)
+            cols = [c for c in cols if c in present]
+        lo, hi = job.lo, job.hi
+        if job.trim and index_range is not None and index_name is not None and hi > lo:
+            ix = reader.read([index_name], row_range=(lo, hi)).column(0).cast(pa.int64()).to_numpy()
+            a = int(np.searchsorted(ix, index_range[0], "left"))
+            b = int(np.searchsorted(ix, index_range[1], "right"))
+            lo, hi = lo + a, lo + max(a, b)
+        return reader.read(cols, row_range=(lo, hi))
+    finally:
+        reader.close()
 
 
 def read_segments(
@@ -105,9 +231,15 @@ def read_segments(
     row_range: tuple[int, int] | None,
     *,
     dynamic: bool = False,
+    index_range: tuple[int, int] | None = None,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
-    ``wanted`` (storage names, storage order) from ``leaves``."""
+    ``wanted`` (storage names, storage order) from ``leaves``.
+
+    ``index_range`` (closed, int64 ns of a sorted datetime index) additionally trims the
+    segments that straddle its bounds, decoding only the pages of the rows inside it; the
+    caller still slices the result exactly.
+    """
     index_names = schema.names[:n_index]
     data_names = schema.names[n_index:]
     pos = {name: i for i, name in enumerate(data_names)}
@@ -123,47 +255,102 @@ def read_segments(
     else:
         need = leaves["start_col"] == leaves["start_col"].min()
     leaves = leaves[need]
+    if len(leaves) == 0:
+        return out_schema.empty_table()
     digests = hex_digests(leaves)
-    bufs = store.read_many([keys.tdata(sym, d) for d in digests])
-
-    def decode(i: int) -> pa.Table:
-        leaf = leaves[i]
-        c0, c1 = int(leaf["start_col"]), int(leaf["end_col"])
-        cols = index_names + [data_names[p] for p in wanted_pos if c0 <= p < c1]
-        start, stop = int(leaf["start_row"]), int(leaf["end_row"])
-        lo, hi = 0, stop - start
-        if row_range is not None:
-            lo = max(0, row_range[0] - start)
-            hi = min(stop - start, row_range[1] - start)
-        off = int(leaf["seg_offset"])
-        if dynamic:  # segments hold the columns that existed when they were written
-            t = fermion.decode(bufs[i])
-            t = t.select([c for c in cols if c in t.column_names])
-        else:
-            t = fermion.decode(bufs[i], columns=cols)
-        return t.slice(off + lo, hi - lo)
-
-    tables = list(_POOL.map(decode, range(len(leaves)))) if len(leaves) > 1 else [decode(0)]
-    # group column slices of the same rows side by side, then stack row groups
-    groups: dict[int, list[pa.Table]] = {}
+    start = leaves["start_row"].astype(np.int64)
+    stop = leaves["end_row"].astype(np.int64)
+    off = leaves["seg_offset"].astype(np.int64)
+    lo = np.zeros(len(leaves), dtype=np.int64)
+    hi = stop - start
+    if row_range is not None:
+        lo = np.clip(row_range[0] - start, 0, hi)
+        hi = np.clip(row_range[1] - start, lo, hi)
+    # a row group (same rows, several column slices) decodes its index columns once
+    first_in_group = np.ones(len(leaves), dtype=bool)
+    first_in_group[1:] = (start[1:] != start[:-1]) | (stop[1:] != stop[:-1])
+    use_range = index_range if (index_range is not None and n_index) else None
+    if use_range is not None:
+        trim = (leaves["min_index"] < use_range[0]) | (leaves["max_index"] > use_range[1])
+    else:
+        trim = np.zeros(len(leaves), dtype=bool)
+    jobs = []
     for i in range(len(leaves)):
-        groups.setdefault(int(leaves[i]["start_row"]), []).append(tables[i])
-    parts = []
-    for start in sorted(groups):
-        ts = groups[start]
-        cols: dict[str, pa.ChunkedArray] = {}
-        nrows = ts[0].num_rows
-        for t in ts:
-            for name in t.column_names:
-                cols.setdefault(name, t.column(name))
-        arrays = []
+        c0, c1 = int(leaves[i]["start_col"]), int(leaves[i]["end_col"])
+        data = [data_names[p] for p in wanted_pos if c0 <= p < c1]
+        keep_index = bool(first_in_group[i]) or bool(trim[i])
+        cols = (index_names if keep_index else []) + data
+        jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, int(off[i] + lo[i]), int(off[i] + hi[i]),
+                         bool(trim[i])))
+    tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
+                           index_name=index_names[0] if n_index else None, index_range=use_range)
+    return _assemble(tables, first_in_group, out_schema, set(index_names))
+
+
+def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynamic: bool,
+                  index_name: str | None, index_range: tuple[int, int] | None) -> list[pa.Table]:
+    nbytes = int(leaves["nbytes"].sum())
+    small = nbytes < SMALL_SEGMENT_BYTES * len(jobs)
+    parallel_inner = len(jobs) == 1
+    kw: dict[str, Any] = {"dynamic": dynamic, "index_name": index_name, "index_range": index_range,
+                          "parallel": parallel_inner}
+    if small or not _lends_views(store):
+        bufs = store.read_many([j.key for j in jobs])
+
+        def run_group(group: Sequence[_Job]) -> list[pa.Table]:
+            return [_decode(bufs[j.pos], j, **kw) for j in group]
+    else:
+        def one(j: _Job) -> pa.Table:
+            with store.read_view(j.key) as view:
+                t = _decode(view, j, **kw)
+                if _detached(t, view):
+                    return t
+                del t
+                copy = bytes(view)
+            return _decode(copy, j, **kw)
+
+        def run_group(group: Sequence[_Job]) -> list[pa.Table]:
+            return [one(j) for j in group]
+
+    if len(jobs) == 1:
+        return run_group(jobs)
+    size = max(1, -(-len(jobs) // (4 * THREADS))) if small else 1
+    groups = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+    out: list[pa.Table] = []
+    for res in _POOL.map(run_group, groups):
+        out.extend(res)
+    return out
+
+
+def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa.Schema,
+              index_names: set[str]) -> pa.Table:
+    """Put column slices of the same rows side by side, then stack row groups (zero-copy:
+    each output column is a chunked array of the decoded pieces)."""
+    chunks: dict[str, list[Any]] = {f.name: [] for f in out_schema}
+    group: dict[str, pa.ChunkedArray] = {}
+    nrows = 0
+
+    def flush() -> None:
         for f in out_schema:
-            col = cols.get(f.name)
-            arrays.append(_fill(f.type, nrows) if col is None else _cast(col, f.type))
-        parts.append(pa.Table.from_arrays(arrays, schema=out_schema))
-    if len(parts) == 1:
-        return parts[0]
-    return pa.concat_tables(parts)
+            col = group.get(f.name)
+            if col is None:
+                chunks[f.name].append(_fill(f.type, nrows))
+            else:
+                chunks[f.name].extend(_cast(col, f.type).chunks)
+
+    for i, t in enumerate(tables):
+        if first_in_group[i]:
+            if i:
+                flush()
+            group = {}
+            nrows = t.num_rows
+        for name, col in zip(t.column_names, t.columns, strict=True):
+            if name in index_names and not first_in_group[i]:
+                continue
+            group.setdefault(name, col)
+    flush()
+    arrays = [pa.chunked_array(chunks[f.name], type=f.type) for f in out_schema]
+    return pa.Table.from_arrays(arrays, schema=out_schema)
 
 
 def _cast(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
