@@ -354,3 +354,20 @@ def test_dynamic_schema_new_columns_survive_update_and_compaction(lib: Library) 
     if hasattr(lib, "compact_data"):
         lib.compact_data("s")
         assert_frame_equal(lib.read("s").data, got)
+
+
+def test_unsupported_data_on_append_update_changes_nothing(lib: Library) -> None:
+    from arcticlite.exceptions import ArcticDbNotYetImplemented, ArcticUnsupportedDataTypeException
+
+    df = frame(3)
+    lib.write("s", df)
+    bad = pd.DataFrame({"a": np.zeros(1, dtype=np.float16), "b": [1.0]}, index=pd.DatetimeIndex(["2024-02-01"]))
+    for call in (lib.append, lib.update):
+        with pytest.raises(ArcticDbNotYetImplemented):
+            call("s", bad)
+        with pytest.raises(ArcticUnsupportedDataTypeException):
+            call("s", [1, 2, 3])
+    with pytest.raises(ArcticDbNotYetImplemented):
+        lib.stage("s", bad)
+    assert_unchanged(lib, "s", [0], df)
+    assert lib.get_staged_symbols() == []
