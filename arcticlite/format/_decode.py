@@ -20,7 +20,7 @@ from arcticlite.format import _codec
 from arcticlite.format import _layout as L
 from arcticlite.format._meta import ColumnMeta
 from arcticlite.format._parallel import run_jobs
-from arcticlite.format._range import DEFAULT_GAP, RangeReader
+from arcticlite.format._range import RangeReader
 from arcticlite.format._types import BINARY, BOOL, BYTES, DICT, FIXED, FSL, LIST, NULL, STRUCT
 
 Finisher = Callable[[], pa.Array]
@@ -37,7 +37,7 @@ class Collector:
         self.jobs.append((len(self.ranges), int(page["checksum"]), fn, int(page["raw_length"])))
         self.ranges.append((int(page["offset"]), int(page["length"])))
 
-    def run(self, rr: RangeReader, *, gap: int = DEFAULT_GAP, parallel: bool = True) -> None:
+    def run(self, rr: RangeReader, *, gap: int | None = None, parallel: bool = True) -> None:
         mvs = rr.read_many(self.ranges, gap=gap)
 
         def job(i: int, cs: int, fn: Callable[[memoryview], None]) -> Callable[[], None]:

@@ -7,6 +7,7 @@ and every count is bounded by the file size before anything is allocated from it
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,7 +154,7 @@ def lookup_names(rr: RangeReader, footer: Footer, names: list[str]) -> list[list
     return result
 
 
-def read_fields(rr: RangeReader, entries: np.ndarray) -> list[pa.Field]:
+def read_fields(rr: RangeReader, entries: Sequence[np.void]) -> list[pa.Field]:
     bufs = rr.read_many([(int(e["field_offset"]), int(e["field_length"])) for e in entries], gap=META_GAP)
     out = []
     for e, b in zip(entries, bufs, strict=True):

@@ -7,6 +7,7 @@ nearby ranges into one request (IO coalescing, seed 003).
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -16,7 +17,11 @@ from arcticlite.exceptions import FormatEOFError, UserInputException
 
 DEFAULT_PREFETCH = 64 * 1024
 DEFAULT_GAP = 1 << 20
-"""Data ranges closer than this are fetched in one request."""
+"""Data ranges closer than this are fetched in one request (remote sources)."""
+LOCAL_GAP = 64 * 1024
+"""Gap for local files and in-memory sources, where small requests are cheap."""
+MMAP_MAX = 256 * 1024
+"""Local-file requests up to this size are served from a memory map (no syscall)."""
 META_GAP = 4 * 1024
 """Metadata ranges closer than this are fetched in one request."""
 
@@ -44,6 +49,7 @@ class RangeReader:
 
     def __init__(self, source: Any, *, size: int | None = None, prefetch: int = DEFAULT_PREFETCH) -> None:
         self._buf: memoryview | None = None
+        self._mm: mmap.mmap | None = None
         self._fn: RangeFn | None = None
         self._file: Any = None
         self._owned = False
@@ -54,9 +60,10 @@ class RangeReader:
             self._buf = memoryview(source).cast("B")
             self.size = len(self._buf)
         elif isinstance(source, str | os.PathLike):
-            self._file = open(Path(source), "rb")  # noqa: SIM115 - closed by close()
+            self._file = open(Path(source), "rb", buffering=0)  # noqa: SIM115 - closed by close()
             self._owned = True
             self.size = os.fstat(self._file.fileno()).st_size
+            self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
         elif callable(source):
             if size is None:
                 raise UserInputException("a callable range source needs size=")
@@ -67,6 +74,8 @@ class RangeReader:
             self.size = source.seek(0, os.SEEK_END)
         else:
             raise UserInputException(f"cannot read a Fermion file from {type(source).__name__}")
+        self.gap = DEFAULT_GAP if self._fn is not None else LOCAL_GAP
+        """Default coalescing gap for this source."""
         if size is not None and int(size) != self.size:
             raise UserInputException(f"size={size} but the source holds {self.size} bytes")
         self.prefetch = int(prefetch)
@@ -84,6 +93,12 @@ class RangeReader:
         if self._fn is not None:
             data = self._fn(offset, length)
             mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+        elif self._mm is not None and length <= MMAP_MAX:
+            mv = memoryview(self._mm)[offset : offset + length]
+        elif self._owned:
+            out = bytearray(length)
+            n = os.preadv(self._file.fileno(), [out], offset) if length else 0
+            mv = memoryview(out)[:n]
         else:
             self._file.seek(offset)
             mv = memoryview(self._file.read(length))
@@ -109,8 +124,9 @@ class RangeReader:
             return self._tail[s : s + length]
         return self._fetch(offset, length)
 
-    def read_many(self, ranges: Sequence[tuple[int, int]], gap: int = DEFAULT_GAP) -> list[memoryview]:
+    def read_many(self, ranges: Sequence[tuple[int, int]], gap: int | None = None) -> list[memoryview]:
         """Read many ranges, merging those closer than ``gap`` bytes into one request."""
+        gap = self.gap if gap is None else gap
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         if not ranges:
             return out
@@ -139,6 +155,8 @@ class RangeReader:
         return out
 
     def close(self) -> None:
+        """Close what this reader opened (memoryviews into a map stay valid: CPython keeps the
+        map open while views exist... so the map is left to the garbage collector)."""
         if self._owned and self._file is not None:
             self._file.close()
             self._file = None

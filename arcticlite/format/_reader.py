@@ -34,7 +34,7 @@ from arcticlite.format._meta import (
     read_footer,
     read_schema_meta,
 )
-from arcticlite.format._range import DEFAULT_GAP, DEFAULT_PREFETCH, META_GAP, RangeReader
+from arcticlite.format._range import DEFAULT_PREFETCH, META_GAP, RangeReader
 from arcticlite.format._types import FLAT_KINDS
 
 EAGER_CMB_THRESHOLD = 64 * 1024
@@ -97,7 +97,8 @@ class FermionReader:
     prefetch
         Bytes read from the end of the file when opening (footer + CIT + schema of small files).
     coalesce_gap
-        Data ranges closer than this are fetched in one request.
+        Data ranges closer than this are fetched in one request (default: 1 MiB for a range
+        callback, 64 KiB for local files and memory).
     eager_cmb_threshold
         A CMB area up to this size is read whole on first use (else only the CMBs needed).
     parallel
@@ -116,7 +117,7 @@ class FermionReader:
 
     @_guard
     def __init__(self, source: Any, *, size: int | None = None, prefetch: int = DEFAULT_PREFETCH,
-                 coalesce_gap: int = DEFAULT_GAP, eager_cmb_threshold: int = EAGER_CMB_THRESHOLD,
+                 coalesce_gap: int | None = None, eager_cmb_threshold: int = EAGER_CMB_THRESHOLD,
                  parallel: bool = True) -> None:
         self._rr = source if isinstance(source, RangeReader) else RangeReader(source, size=size, prefetch=prefetch)
         self.gap = coalesce_gap
@@ -131,6 +132,7 @@ class FermionReader:
         self._schema_meta: Any = False
         self._batches: tuple[np.ndarray, np.ndarray] | None = None
         self._stripe_rows: list[int] | None = None
+        self._names: dict[str, int] = {}
         self._starts: list[int] | None = None
 
     # ------------------------------------------------------------------ properties
@@ -192,7 +194,7 @@ class FermionReader:
         self._load_entries(idx)
         need = sorted({i for i in idx if i not in self._fields})
         if need:
-            for i, f in zip(need, read_fields(self._rr, np.array([self._entries[i] for i in need])), strict=True):
+            for i, f in zip(need, read_fields(self._rr, [self._entries[i] for i in need]), strict=True):
                 self._fields[i] = f
 
     @_guard
@@ -244,13 +246,17 @@ class FermionReader:
                 names.append((k, c))
             else:
                 raise UserInputException(f"column {c!r} must be a name or an index")
+        known = [(k, n) for k, n in names if n in self._names]
+        for k, n in known:
+            out[k] = self._names[n]
+        names = [(k, n) for k, n in names if n not in self._names]
         if names:
             cands = lookup_names(self._rr, self.footer, [n for _, n in names])
             self._load_fields(sorted({c for cs in cands for c in cs}))
             for (k, name), cs in zip(names, cands, strict=True):
                 for c in sorted(cs):
                     if self._fields[c].name == name:
-                        out[k] = c
+                        out[k] = self._names[name] = c
                         break
                 else:
                     raise SchemaException(f"column {name!r} is not in this segment")
