@@ -6,6 +6,7 @@ Batch operations, snapshots, descriptions and staging live in mixins beside this
 from __future__ import annotations
 
 import pickle
+from collections import ChainMap
 from typing import Any
 
 import numpy as np
@@ -79,12 +80,21 @@ class LibraryCore:
         self._engine = VersionEngine(store, self._keys)
         self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
 
-    def _index_for(self, sym: str) -> TableIndexIO:
+    def _index_for(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO:
+        """Index IO for ``sym``; new nodes go to ``sink`` (written with the commit) if given."""
         keys = self._keys
         store = self._store
+
+        def write_nodes(nodes: dict[str, bytes]) -> None:
+            named = {keys.tindex(sym, d): b for d, b in nodes.items()}
+            if sink is None:
+                store.write_many(named)
+            else:
+                sink.update(named)
+
         return TableIndexIO(
             read_node=lambda d: store.read(keys.tindex(sym, d)),
-            write_nodes=lambda nodes: store.write_many({keys.tindex(sym, d): b for d, b in nodes.items()}),
+            write_nodes=write_nodes,
             read_nodes=lambda ds: store.read_many([keys.tindex(sym, d) for d in ds]),
         )
 
@@ -284,7 +294,8 @@ class LibraryCore:
             self._store, self._keys, sym, table, self._layout(meta), start_row=0,
             is_datetime=meta.index_kind == "datetime",
         )
-        root = self._index_for(sym).build(leaves)
+        nodes: dict[str, bytes] = {}
+        root = self._index_for(sym, nodes).build(leaves)
         first, last = self._index_bounds(table, meta)
         mbytes = self._pickle_meta(metadata)
         heads: list[VersionRecord | None] = []
@@ -297,7 +308,7 @@ class LibraryCore:
             )
 
         prune_now = self._prune_default(prune_previous_versions)
-        rec = self._engine.commit(sym, build, prune=prune_now)
+        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
         self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)
 
@@ -363,14 +374,18 @@ class LibraryCore:
         sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
         layout = self._layout(meta)
         is_dt = meta.index_kind == "datetime"
-        leaves = write_segments(self._store, self._keys, sym, table, layout, start_row=0, is_datetime=is_dt)
+        segs: dict[str, bytes] = {}
+        leaves = write_segments(self._store, self._keys, sym, table, layout, start_row=0, is_datetime=is_dt,
+                                sink=segs)
         first, last = self._index_bounds(table, meta)
         mbytes = self._pickle_meta(metadata)
-        index = self._index_for(sym)
+        nodes: dict[str, bytes] = {}
+        index = self._index_for(sym, nodes)
         heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
             heads.append(head)
+            nodes.clear()  # nodes of a lost attempt are not needed
             base = self._engine.live_from_head(sym, head)
             if base is None:
                 root = index.build(leaves)
@@ -413,7 +428,7 @@ class LibraryCore:
             )
 
         prune_now = self._prune_default(prune_previous_versions)
-        rec = self._engine.commit(sym, build, prune=prune_now)
+        rec = self._engine.commit(sym, build, prune=prune_now, extra=ChainMap(nodes, segs))
         self._after_commit(sym, heads[-1], rec, prune_now)
         if compact_data and hasattr(self, "compact_data"):
             rec2 = self.compact_data(sym)  # type: ignore[attr-defined]

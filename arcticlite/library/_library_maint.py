@@ -146,11 +146,13 @@ class MaintenanceMixin(LibraryCore):
         kept = leaves[~in_run]
         compacted = np.concatenate([kept, *rewritten.values()])
         compacted = compacted[np.lexsort((compacted["start_col"], compacted["start_row"]))]
-        index = self._index_for(sym)
+        nodes: dict[str, bytes] = {}
+        index = self._index_for(sym, nodes)
         heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
             heads.append(head)
+            nodes.clear()
             cur = self._engine.live_from_head(sym, head)
             if cur is None:
                 raise CommitConflictError(f"symbol {sym!r} was deleted while compacting")
@@ -167,7 +169,7 @@ class MaintenanceMixin(LibraryCore):
                              index=index.build(rows))
 
         prune_now = self._prune_default(prune_previous_versions)
-        rec = self._engine.commit(sym, build, prune=prune_now)
+        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
         self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)
 

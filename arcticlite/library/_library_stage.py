@@ -209,11 +209,13 @@ class StageMixin(LibraryCore):
         last = lasts[-1] if lasts else None
         sorted_ = "ASCENDING" if is_dt else "UNKNOWN"
         mbytes = self._pickle_meta(metadata)
-        index = self._index_for(sym)
+        nodes: dict[str, bytes] = {}
+        index = self._index_for(sym, nodes)
         heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
             heads.append(head)
+            nodes.clear()
             base = self._engine.live_from_head(sym, head)
             if mode is StagedDataFinalizeMethod.WRITE or base is None:
                 return self._data_record("finalize", head, seq, index=index.build(new_leaves), meta=meta,
@@ -245,6 +247,6 @@ class StageMixin(LibraryCore):
                                      sorted_=sorted_ if base.sorted == sorted_ else "UNSORTED", metadata=mbytes)
 
         prune_now = self._prune_default(prune)
-        rec = self._engine.commit(sym, build, prune=prune_now)
+        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
         self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)

@@ -95,11 +95,13 @@ class UpdateMixin(LibraryCore):
         if table is not None and meta is not None:
             new_leaves = write_segments(self._store, self._keys, sym, table, self._layout(meta),
                                         start_row=0, is_datetime=True)
-        index = self._index_for(sym)
+        nodes: dict[str, bytes] = {}
+        index = self._index_for(sym, nodes)
         heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
             heads.append(head)
+            nodes.clear()
             base = self._engine.live_from_head(sym, head)
             if base is None:
                 if op == "update" and upsert and table is not None and meta is not None:
@@ -158,7 +160,7 @@ class UpdateMixin(LibraryCore):
                                      metadata=mbytes)
 
         prune_now = self._prune_default(prune)
-        rec = self._engine.commit(sym, build, prune=prune_now)
+        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
         self._after_commit(sym, heads[-1], rec, prune_now)
         return self._item(sym, rec)
 

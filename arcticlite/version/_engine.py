@@ -13,7 +13,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from arcticlite.exceptions import (
@@ -146,13 +146,18 @@ class VersionEngine:
             return [self.store.read_if_exists(k) for k in keys]
 
     # -- committing ---------------------------------------------------------------------------
-    def commit(self, sym: str, build: Builder, *, prune: bool = False) -> VersionRecord:
+    def commit(
+        self, sym: str, build: Builder, *, prune: bool = False, extra: Mapping[str, bytes] | None = None
+    ) -> VersionRecord:
         """Commit the record ``build(head, seq)`` as the next version of ``sym``.
 
         ``build`` is called again with the new head whenever another writer wins the race;
         it may raise to abort (nothing is then written). Safe with any number of concurrent
         writers: each successful call lands in exactly one version. With ``prune``, the new
-        (data) version also marks every earlier version dead, in the same commit.
+        (data) version also marks every earlier version dead, in the same commit. ``extra``
+        holds keys the record refers to (e.g. index nodes ``build`` wrote into it): they are
+        written in the commit transaction on atomic stores (one LMDB sync per commit), and
+        before the commit point elsewhere.
         """
         if not self.conditional_ok:
             raise ConditionalWritesUnsupportedError(
@@ -172,9 +177,13 @@ class VersionEngine:
             body = rec.to_bytes()
             vkey = self.keys.version(sym, seq)
             if self.store.atomic_commit:
-                if self.store.commit({vkey: body}, {self.keys.ref(sym): ref_bytes(rec, new_token())}):
+                puts = dict(extra) if extra else {}
+                puts[self.keys.ref(sym)] = ref_bytes(rec, new_token())
+                if self.store.commit({vkey: body}, puts):
                     return rec
             else:
+                if extra:
+                    self.store.write_many(extra)
                 if self._create_version(vkey, body):
                     self._advance_ref(sym, raw_ref, rec)
                     return rec
