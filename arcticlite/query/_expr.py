@@ -42,9 +42,12 @@ class Val:
 
 
 def category(t: pa.DataType) -> str:
-    """``"str"``, ``"num"``, ``"bool"``, ``"ts"``, ``"dur"`` or ``"other"`` for an Arrow type."""
+    """``"str"``, ``"num"``, ``"bool"``, ``"ts"``, ``"dur"``, ``"null"`` (a column with no
+    values, e.g. all-None strings) or ``"other"`` for an Arrow type."""
     if pa.types.is_dictionary(t):
         return category(t.value_type)
+    if pa.types.is_null(t):
+        return "null"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
         return "str"
     if pa.types.is_boolean(t):
@@ -227,6 +230,8 @@ class Evaluator:
             return Val("bitset", mask if op == "isna" else pc.invert(mask), f"{op.upper()}({a.text})")
         if op == "regex_match":
             a, pattern = self.eval(args[0]), args[1]
+            if a.kind == "column" and category(a.data.type) == "null" and isinstance(pattern, str):
+                return Val("bitset", self._const(False), f"REGEX({a.text})")
             if a.kind != "column" or category(a.data.type) != "str" or not isinstance(pattern, str):
                 raise UserInputException(
                     f"E_INVALID_USER_ARGUMENT Unexpected data types {_td(a)} {type(pattern).__name__} input to REGEX_MATCH"
@@ -247,6 +252,8 @@ class Evaluator:
     def _compare(self, op: str, a: Val, b: Val) -> Val:
         ca, cb = self._operand_cat(a), self._operand_cat(b)
         text = f"{a.text} {_CMP_NAME[op]} {b.text}"
+        if "null" in (ca, cb):  # a column without values: nothing equals, everything differs
+            return Val("bitset", self._const(op == "!="), text)
         bad = ca != cb or ca == "other" or (ca == "str" and op not in ("==", "!=")) or (a.kind == b.kind == "scalar")
         if bad:
             raise UserInputException(
@@ -292,15 +299,15 @@ class Evaluator:
             raise UserInputException(f"E_INVALID_USER_ARGUMENT {name} needs a column, got {a.text}")
         cat = category(a.data.type)
         cats = {scalar_category(v) for v in values}
-        if cats - {cat}:
+        if cat != "null" and cats - {cat}:
             kinds = ", ".join(sorted(cats - {cat}))
             raise UserInputException(
                 f"E_INVALID_USER_ARGUMENT Cannot check membership '{name}' of {a.text} ({_td(a)}) in set of values of "
                 f"kind {kinds}"
             )
         data = a.data
-        if not values:
-            mask = pa.array(np.zeros(len(data), dtype=bool))
+        if not values or cat == "null":
+            mask = self._const(False)
         else:
             if cat == "ts":
                 data = _ts_array(data)
@@ -308,8 +315,11 @@ class Evaluator:
             elif cat == "num":
                 pyvals = [_py_scalar(v) for v in values]
                 if pa.types.is_integer(data.type) and all(isinstance(v, int) for v in pyvals):
-                    vs = pa.array(pyvals, pa.int64() if min(pyvals) < 0 or max(pyvals) < 2**63 else pa.uint64())
-                    data = data.cast(vs.type) if data.type != vs.type and not _fits(data, vs.type) else data
+                    if data.type == pa.uint64():
+                        vs = pa.array([v for v in pyvals if 0 <= v < 2**64], pa.uint64())
+                    else:
+                        data = data.cast(pa.int64())
+                        vs = pa.array([v for v in pyvals if -(2**63) <= v < 2**63], pa.int64())
                 else:
                     data = data.cast(pa.float64())
                     vs = pa.array([float(v) for v in pyvals], pa.float64())
@@ -317,6 +327,9 @@ class Evaluator:
                 vs = pa.array([_py_scalar(v) for v in values], data.type)
             mask = pc.is_in(data, value_set=vs).fill_null(False)
         return Val("bitset", mask if op == "isin" else pc.invert(mask), f"{name}({a.text})")
+
+    def _const(self, value: bool) -> pa.Array:
+        return pa.array(np.full(self.table.num_rows, value, dtype=bool))
 
     def _where(self, c: Val, a: Val, b: Val) -> Val:
         cond = _bool_of(c, "condition", "TERNARY")
@@ -354,10 +367,6 @@ class Evaluator:
         if isinstance(out, pa.Scalar):
             out = pa.array([out.as_py()] * len(self.table), dt)
         return Val("column", out, text)
-
-
-def _fits(data: ArrowData, t: pa.DataType) -> bool:
-    return bool(data.type == t)
 
 
 def _scalar_fits(v: Any, t: pa.DataType) -> bool:
