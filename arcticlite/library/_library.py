@@ -79,6 +79,8 @@ class LibraryCore:
         self._keys = LibraryKeys(name)
         self._engine = VersionEngine(store, self._keys)
         self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
+        self._engine.journal = self._journal
+        self._engine.journal_intent = self._journal_intent
 
     def _index_for(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO:
         """Index IO for ``sym``; new nodes go to ``sink`` (written with the commit) if given."""
@@ -187,11 +189,20 @@ class LibraryCore:
     def _schema_of(rec: VersionRecord) -> pa.Schema:
         return _schema_from(rec.schema) if rec.schema else pa.schema([])
 
-    def _after_commit(self, sym: str, head: VersionRecord | None, rec: VersionRecord, prune: bool) -> None:
+    def _journal(self, sym: str, head: VersionRecord | None, rec: VersionRecord) -> dict[str, bytes]:
+        """Symbol-list journal keys for a commit that changes whether ``sym`` is live; the
+        engine writes them in the commit transaction where the store allows it."""
         was_live = head is not None and head.latest_live is not None
         is_live = rec.latest_live is not None
         if was_live != is_live or head is None:
-            self._symbol_list.record(sym, rec.seq, "a" if is_live else "d")
+            return dict([self._symbol_list.entry(sym, rec.seq, "a" if is_live else "d")])
+        return {}
+
+    def _journal_intent(self, sym: str, head: VersionRecord | None, rec: VersionRecord) -> dict[str, bytes]:
+        return {self._symbol_list.intent(sym, rec.seq, k.rsplit("/", 1)[1].split(".")[1], rec.token)[0]: b""
+                for k in self._journal(sym, head, rec)}
+
+    def _after_commit(self, sym: str, head: VersionRecord | None, rec: VersionRecord, prune: bool) -> None:
         if prune and head is not None:
             # the commit itself marked every earlier version dead; now remove their data
             killed = {v for v in range(rec.seq) if head.is_live(v)}

@@ -45,6 +45,10 @@ class VersionEngine:
         self.store = store
         self.keys = keys
         self.conditional_ok = True
+        #: keys to write with a commit (the symbol-list journal): ``journal(sym, head, rec)``
+        self.journal: Callable[[str, VersionRecord | None, VersionRecord], dict[str, bytes]] | None = None
+        #: intent keys written before a non-atomic commit point (confirmed by readers)
+        self.journal_intent: Callable[[str, VersionRecord | None, VersionRecord], dict[str, bytes]] | None = None
 
     # -- reading the chain ---------------------------------------------------------------------
     def _read_ref(self, sym: str) -> tuple[bytes | None, VersionRecord | None]:
@@ -176,17 +180,26 @@ class VersionEngine:
                 rec = rec.with_(dead=add_ranges(rec.dead, [(0, seq - 1)]))
             body = rec.to_bytes()
             vkey = self.keys.version(sym, seq)
+            journal = self.journal(sym, head, rec) if self.journal is not None else {}
             if self.store.atomic_commit:
                 puts = dict(extra) if extra else {}
+                puts.update(journal)
                 puts[self.keys.ref(sym)] = ref_bytes(rec, new_token())
                 if self.store.commit({vkey: body}, puts):
                     return rec
             else:
-                if extra:
-                    self.store.write_many(extra)
+                intents = self.journal_intent(sym, head, rec) if journal and self.journal_intent else {}
+                if extra or intents:
+                    self.store.write_many({**(extra or {}), **intents})
                 if self._create_version(vkey, body):
                     self._advance_ref(sym, raw_ref, rec)
+                    if journal:
+                        self.store.write_many(journal)
+                    if intents:
+                        self.store.delete(list(intents))
                     return rec
+                if intents:
+                    self.store.delete(list(intents))
             time.sleep(random.uniform(0, min(0.2, 0.002 * (2 ** min(attempt, 7)))))
         raise CommitConflictError(
             f"gave up committing to symbol {sym!r} after {MAX_COMMIT_ATTEMPTS} attempts: "

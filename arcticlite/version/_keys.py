@@ -73,6 +73,9 @@ class LibraryKeys:
     def sl_journal(self, sym: str, seq: int, op: str, token: str) -> str:
         return f"{self.root}sl/j/{escape(sym)}/{seq:0{SEQ_WIDTH}d}.{op}.{token}"
 
+    def sl_intent(self, sym: str, seq: int, op: str, token: str) -> str:
+        return f"{self.root}sl/i/{escape(sym)}/{seq:0{SEQ_WIDTH}d}.{op}.{token}"
+
     def sl_compacted(self, token: str) -> str:
         return f"{self.root}sl/c/{token}"
 

@@ -1,7 +1,8 @@
 """The symbol-list cache (DESIGN §4): list_symbols without walking version chains.
 
 Writers add journal keys ``sl/j/{sym}/{seq}.{op}.{token}`` (op ``a`` = symbol became live,
-``d`` = symbol deleted) after the commit that caused them; the journal entry's content is in its
+``d`` = symbol deleted) in the commit transaction that caused them (LMDB, memory), or right
+after the commit point (S3; a crash in between is repaired by ``reload_symbol_list``); the journal entry's content is in its
 key name, so listing costs one prefix listing plus the compacted keys. Conflicts are resolved by
 version seq per symbol -- the entry with the highest seq wins -- never by wall clock.
 A client that finds more than ``threshold`` journal keys compacts them into one ``sl/c/…`` key
@@ -41,20 +42,48 @@ class SymbolList:
         self.keys = keys
         self.threshold = threshold
 
+    def entry(self, sym: str, seq: int, op: str) -> tuple[str, bytes]:
+        """The journal key (and its empty value) saying ``sym`` became live (``a``) or was
+        deleted (``d``) at version ``seq``."""
+        return self.keys.sl_journal(sym, seq, op, uuid.uuid4().hex[:12]), b""
+
+    def intent(self, sym: str, seq: int, op: str, token: str) -> tuple[str, bytes]:
+        """An intent entry, written before a non-atomic commit point (S3) and carrying the
+        version record's token: readers confirm it against the record, so a crash between
+        the commit and the journal entry cannot hide or resurrect a symbol."""
+        return self.keys.sl_intent(sym, seq, op, token), b""
+
+    def _resolve_intents(self, intents: list[str], state: State) -> None:
+        iprefix = self.keys.sl_prefix + "i/"
+        for k in intents:
+            esc_sym, rest = k[len(iprefix) :].rsplit("/", 1)
+            seq_s, op, token = rest.split(".", 2)
+            sym, seq = unescape(esc_sym), int(seq_s)
+            raw = self.store.read_if_exists(self.keys.version(sym, seq))
+            if raw is None:
+                continue  # not committed (yet): ignore
+            if VersionRecord.from_bytes(raw).token == token:
+                _merge(state, sym, seq, op)
+                self.record(sym, seq, op)  # heal: the writer died before its journal entry
+            self.store.delete([k])
+
     def record(self, sym: str, seq: int, op: str) -> None:
-        key = self.keys.sl_journal(sym, seq, op, uuid.uuid4().hex[:12])
-        self.store.write(key, b"")
+        self.store.write(*self.entry(sym, seq, op))
 
     def _scan(self) -> tuple[State, list[str], list[str]]:
         jprefix = self.keys.sl_prefix + "j/"
         cprefix = self.keys.sl_prefix + "c/"
+        iprefix = self.keys.sl_prefix + "i/"
         journal: list[str] = []
         compacted: list[str] = []
+        intents: list[str] = []
         for k in self.store.list_keys(self.keys.sl_prefix):
             if k.startswith(jprefix):
                 journal.append(k)
             elif k.startswith(cprefix):
                 compacted.append(k)
+            elif k.startswith(iprefix):
+                intents.append(k)
         state: State = {}
         if compacted:
             for raw in self.store.read_many(compacted):
@@ -65,6 +94,8 @@ class SymbolList:
             esc_sym, rest = k[len(jprefix) :].rsplit("/", 1)
             seq_s, op, _tok = rest.split(".", 2)
             _merge(state, unescape(esc_sym), int(seq_s), op)
+        if intents:
+            self._resolve_intents(intents, state)
         return state, journal, compacted
 
     def load(self) -> State:
