@@ -192,6 +192,9 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
     xi = x.view(unsigned_of(x.dtype)) if floats is not None else x
     if is_constant(xi):
         return bytes((CONSTANT,)) + xi[:1].tobytes()
+    if n <= TINY_ARRAY:
+        # a handful of values (a small append): choosing a cascade costs more than it saves
+        return encode_plain(x)
     if not allow_compression:
         return encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)[0]
     if n > WHOLE_CHOICE_LIMIT:
@@ -200,6 +203,8 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
     return compress_best(variants)
 
 
+#: At most this many values are stored plain (or constant) without trying cascades.
+TINY_ARRAY = 128
 #: Above this many values the cascade and codec are chosen on a sample of chunks.
 WHOLE_CHOICE_LIMIT = 1 << 18
 #: Blobs smaller than this (or 1/256 of the raw size) skip the byte-plane variants.
