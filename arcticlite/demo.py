@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     day = _quotes("2024-01-02 09:30", 50_000, seed=1)
     t = time.perf_counter()
     v = lib.write("AAPL", day, metadata={"source": "demo", "rows": len(day)})
+    assert v is not None
     print(f"write   AAPL v{v.version}: {len(day):,} rows x {day.shape[1]} columns in {time.perf_counter() - t:.3f}s")
 
     more = _quotes(str(day.index[-1] + pd.Timedelta(seconds=1)), 10_000, seed=2)

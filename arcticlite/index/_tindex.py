@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import xxhash
@@ -72,12 +73,12 @@ class IndexRoot:
         return {"digest": self.digest, "height": self.height, "rows": self.rows, "segments": self.segments}
 
     @classmethod
-    def from_json(cls, d: dict[str, object]) -> IndexRoot:
+    def from_json(cls, d: dict[str, Any]) -> IndexRoot:
         return cls(
-            digest=d["digest"],  # type: ignore[arg-type]
-            height=int(d["height"]),  # type: ignore[arg-type]
-            rows=int(d["rows"]),  # type: ignore[arg-type]
-            segments=int(d["segments"]),  # type: ignore[arg-type]
+            digest=d["digest"],
+            height=int(d["height"]),
+            rows=int(d["rows"]),
+            segments=int(d["segments"]),
         )
 
 

@@ -84,7 +84,7 @@ class Arctic:
         lib = Library(self._store, name, options, arctic=self)
         lib._engine.conditional_ok = self._conditional_ok
         if output_format is not None:
-            lib._output_format = output_format  # type: ignore[attr-defined]
+            lib._output_format = output_format
         return lib
 
     def create_library(self, name: str, library_options: LibraryOptions | None = None,
@@ -166,4 +166,4 @@ class Arctic:
             raise ArcticInvalidApiUsageException(f"option {option!r} cannot be modified")
         new = dataclasses.replace(library.options(), **{field: value})
         self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, {"options": new.to_json(), "name": library.name}))
-        library._options = new  # type: ignore[attr-defined]
+        library._options = new

@@ -122,7 +122,7 @@ class BatchMixin(LibraryCore):
         self._check_payload_data(payloads)
         return self._run_batch(
             payloads,
-            lambda p: self.write(p.symbol, p.data, metadata=p.metadata,  # type: ignore[attr-defined]
+            lambda p: self.write(p.symbol, p.data, metadata=p.metadata,  # type: ignore[arg-type, return-value]
                                  prune_previous_versions=prune_previous_versions,
                                  validate_index=validate_index, index_column=p.index_column),
             lambda p: p.symbol,
@@ -133,7 +133,7 @@ class BatchMixin(LibraryCore):
         _check_unique([p.symbol for p in payloads], "write_pickle_batch")
         return self._run_batch(
             payloads,
-            lambda p: self.write_pickle(p.symbol, p.data, metadata=p.metadata,  # type: ignore[attr-defined]
+            lambda p: self.write_pickle(p.symbol, p.data, metadata=p.metadata,
                                         prune_previous_versions=prune_previous_versions),
             lambda p: p.symbol,
         )
@@ -144,7 +144,7 @@ class BatchMixin(LibraryCore):
         self._check_payload_data(append_payloads)
         return self._run_batch(
             append_payloads,
-            lambda p: self.append(p.symbol, p.data, metadata=p.metadata,  # type: ignore[attr-defined]
+            lambda p: self.append(p.symbol, p.data, metadata=p.metadata,
                                   prune_previous_versions=prune_previous_versions,
                                   validate_index=validate_index, index_column=p.index_column),
             lambda p: p.symbol,
@@ -168,7 +168,7 @@ class BatchMixin(LibraryCore):
         _check_unique([p.symbol for p in write_metadata_payloads], "write_metadata_batch")
         return self._run_batch(
             write_metadata_payloads,
-            lambda p: self.write_metadata(p.symbol, p.metadata,  # type: ignore[attr-defined]
+            lambda p: self.write_metadata(p.symbol, p.metadata,
                                           prune_previous_versions=prune_previous_versions),
             lambda p: p.symbol,
         )
@@ -183,7 +183,7 @@ class BatchMixin(LibraryCore):
             )
         return self._run_batch(
             reqs,
-            lambda r: self.read(r.symbol, as_of=r.as_of, date_range=r.date_range,  # type: ignore[attr-defined]
+            lambda r: self.read(r.symbol, as_of=r.as_of, date_range=r.date_range,
                                 row_range=r.row_range, columns=r.columns,
                                 query_builder=r.query_builder or query_builder,
                                 output_format=r.output_format or output_format),
@@ -193,7 +193,7 @@ class BatchMixin(LibraryCore):
 
     def read_metadata_batch(self, symbols: list[str | ReadInfoRequest]) -> list[VersionedItem | DataError]:
         reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]
-        return self._run_batch(reqs, lambda r: self.read_metadata(r.symbol, as_of=r.as_of),  # type: ignore[attr-defined]
+        return self._run_batch(reqs, lambda r: self.read_metadata(r.symbol, as_of=r.as_of),
                                lambda r: r.symbol, lambda r: r.as_of)
 
     def get_description_batch(self, symbols: list[str | ReadInfoRequest]) -> list[Any]:
@@ -203,5 +203,5 @@ class BatchMixin(LibraryCore):
 
     def delete_batch(self, delete_requests: list[str | DeleteRequest]) -> list[DataError | None]:
         reqs = [d if isinstance(d, DeleteRequest) else DeleteRequest(symbol=d, version_ids=None) for d in delete_requests]  # type: ignore[arg-type]
-        return self._run_batch(reqs, lambda r: self.delete(r.symbol, r.version_ids),  # type: ignore[attr-defined]
+        return self._run_batch(reqs, lambda r: self.delete(r.symbol, r.version_ids),
                                lambda r: r.symbol)

@@ -175,6 +175,6 @@ class MaintenanceMixin(LibraryCore):
 
     def compact_data_batch(self, symbols: list[str], rows_per_segment: int | None = None,
                            prune_previous_versions: bool | None = None) -> list[Any]:
-        return self._run_batch(  # type: ignore[attr-defined, no-any-return]
+        return self._run_batch(  # type: ignore[attr-defined]
             list(symbols), lambda s: self.compact_data(s, rows_per_segment, prune_previous_versions), lambda s: s
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ class VersionedItem:
     host: str | None = None
     timestamp: int | None = None
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Any]:
         warnings.warn("Unpacking a VersionedItem is deprecated", DeprecationWarning, stacklevel=2)
         yield from (self.symbol, self.library, self.data, self.version, self.metadata, self.host)
 
@@ -59,7 +60,7 @@ class NameWithDType(NamedTuple):
 
 class SymbolDescription(NamedTuple):
     columns: tuple[NameWithDType, ...]
-    index: tuple[NameWithDType, ...]
+    index: tuple[NameWithDType, ...]  # type: ignore[assignment]  # ArcticDB's field name
     index_type: str
     row_count: int | None
     last_update_time: datetime
@@ -84,7 +85,8 @@ class SymbolDescription(NamedTuple):
             and self.sorted == other.sorted
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        return hash((self.columns, self.index, self.index_type, self.row_count, self.sorted))
 
 
 class WritePayload:
@@ -96,7 +98,7 @@ class WritePayload:
         self.metadata = metadata
         self.index_column = index_column
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Any]:
         yield from (self.symbol, self.data, self.metadata)
 
     def __repr__(self) -> str:
