@@ -29,11 +29,11 @@ from arcticlite.format._writer import FermionWriter
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
-    "VERSION_MAJOR",
-    "VERSION_MINOR",
     "FermionReader",
     "FermionWriter",
     "RangeReader",
+    "VERSION_MAJOR",
+    "VERSION_MINOR",
     "decode",
     "encode",
     "from_parquet",

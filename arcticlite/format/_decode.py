@@ -24,6 +24,8 @@ from arcticlite.format._range import RangeReader
 from arcticlite.format._types import BINARY, BOOL, BYTES, DICT, FIXED, FSL, LIST, NULL, STRUCT
 
 Finisher = Callable[[], pa.Array]
+PLAIN_ID = 0
+"""Encoding id of a 'plain' blob (docs: _encodings.py): id byte, then the raw values."""
 
 
 class Collector:
@@ -102,7 +104,10 @@ def _fixed_plan(pages: np.ndarray, coll: Collector, dtype: np.dtype[Any], total:
         dst = out[pos : pos + cnt]
 
         def fn(mv: memoryview, dst: np.ndarray = dst, cnt: int = cnt) -> None:
-            _codec.decode_fixed(mv, dtype, cnt, out=dst)
+            if len(mv) == 1 + cnt * dtype.itemsize and mv[0] == PLAIN_ID:
+                dst[:] = np.frombuffer(mv, dtype=dtype, count=cnt, offset=1)  # plain: one memcpy
+            else:
+                _codec.decode_fixed(mv, dtype, cnt, out=dst)
 
         coll.add(p, fn)
         pos += cnt

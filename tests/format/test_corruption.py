@@ -40,7 +40,7 @@ def _batch_file() -> bytes:
 
 
 SMALL = _small_table()
-FILES = {"plain": (encode(SMALL, page_size=64), SMALL), "batch": (_batch_file(), SMALL)}
+FILES = {"plain": (encode(SMALL), SMALL), "batch": (_batch_file(), SMALL)}
 
 
 ALL_WAYS = ({}, {"columns": ["s", "l", "d"]}, {"row_range": (1, 4)}, {"filter": [("i", ">", 2)]})
