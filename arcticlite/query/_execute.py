@@ -279,7 +279,7 @@ def _frame(index: pd.Index, outputs: list[tuple[str, pa.ChunkedArray]]) -> tuple
     df = pd.DataFrame({k: v.to_numpy() if isinstance(v, pd.Series) else v for k, v in data.items()}, index=index)
     if not outputs:
         df = pd.DataFrame(index=index)
-    return norm.normalize(df)  # type: ignore[no-any-return]
+    return norm.normalize(df)
 
 
 def _groupby(st: _State, key: str, aggs: dict[str, Any]) -> None:

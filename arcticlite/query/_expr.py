@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from arcticlite._query import ExpressionNode
 from arcticlite.exceptions import SchemaException, UserInputException
 
-ArrowData = pa.Array | pa.ChunkedArray
+ArrowData: TypeAlias = Any  # pa.Array | pa.ChunkedArray (pyarrow ships no type stubs)
 
 _CMP: dict[str, str] = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
                         ">": "greater", ">=": "greater_equal"}
