@@ -301,6 +301,16 @@ class QueryBuilder:
         self.clauses[:0] = other.clauses
         return self
 
+    def optimise_for_speed(self) -> None:
+        """Accepted for ArcticDB compatibility; arcticlite has one execution strategy."""
+
+    def optimise_for_memory(self) -> None:
+        """Accepted for ArcticDB compatibility; arcticlite has one execution strategy."""
+
+    def concat(self, join: str = "outer") -> QueryBuilder:
+        """Multi-symbol joins (``read_batch_and_join``) are not implemented yet."""
+        raise ArcticDbNotYetImplemented("QueryBuilder.concat (read_batch_and_join) is not implemented yet")
+
     def __repr__(self) -> str:
         return " | ".join(f"{n.upper()}({a!r})" for n, a in self.clauses) or "QueryBuilder()"
 

@@ -139,3 +139,10 @@ def test_s3_smoke(s3_uri: str) -> None:
     sub = d[(d.i > 0) & (d.index >= T1)]
     exp = pd.DataFrame({"f": sub.groupby("g").f.mean(), "n": sub.groupby("g").i.count().astype("uint64")})
     pd.testing.assert_frame_equal(out, exp)
+
+
+def test_optimisation_hints_are_accepted(lib: Library, df: pd.DataFrame) -> None:
+    q = QueryBuilder()
+    q = q[q["i"] > 0]
+    assert q.optimise_for_speed() is None and q.optimise_for_memory() is None
+    check(lib, q, df[df.i > 0])
