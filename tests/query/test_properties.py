@@ -102,3 +102,39 @@ def test_random_filters_match_pandas(df: pd.DataFrame, expr: Expr, tail: int | N
         expected = expected.tail(tail)
     got = lib.read("s", query_builder=q).data
     pd.testing.assert_frame_equal(got, expected, check_freq=False)
+
+
+AGG_OPS = ["sum", "mean", "min", "max", "count"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(df=frames(), ops=st.lists(st.tuples(st.sampled_from(["i", "f"]), st.sampled_from(AGG_OPS)), min_size=1,
+                                 max_size=4, unique=True),
+       key=st.sampled_from(["s", "i", "b"]), rule=st.sampled_from(["3min", "7min", "1h"]))
+def test_random_aggregations_match_pandas(df: pd.DataFrame, ops: list[tuple[str, str]], key: str, rule: str) -> None:
+    lib = Arctic("mem://").create_library("p", LibraryOptions(rows_per_segment=7, columns_per_segment=2))
+    lib.write("s", df)
+    aggs = {f"{c}_{op}": (c, op) for c, op in ops if c != key}
+    if not aggs:
+        return
+
+    def expected(grouped: Any) -> pd.DataFrame:
+        out = {}
+        for name, (c, op) in aggs.items():
+            res = getattr(grouped[c], op)()
+            out[name] = res.astype(np.uint64) if op == "count" else res
+        return pd.DataFrame(out)
+
+    got = lib.read("s", query_builder=QueryBuilder().groupby(key).agg(aggs)).data.sort_index()
+    exp = expected(df.groupby(key))
+    if len(exp) == 0:
+        assert len(got) == 0
+    else:
+        pd.testing.assert_frame_equal(got, exp, check_dtype=False, check_index_type=False)
+    got = lib.read("s", query_builder=QueryBuilder().resample(rule).agg(aggs)).data
+    r = df.resample(rule, origin="epoch")
+    exp = expected(r)[r["i"].count() > 0] if len(df) else expected(r)
+    if len(exp) == 0:
+        assert len(got) == 0
+    else:
+        pd.testing.assert_frame_equal(got, exp, check_dtype=False, check_freq=False)
