@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 
-from arcticlite.exceptions import InvalidFileError
+from arcticlite.exceptions import ChecksumError, InvalidFileError
 from arcticlite.format import _codec
 from arcticlite.format import _layout as L
 from arcticlite.format._meta import ColumnMeta
@@ -34,13 +35,21 @@ class Collector:
     def __init__(self) -> None:
         self.ranges: list[tuple[int, int]] = []
         self.jobs: list[tuple[int, int, Callable[[memoryview], None], int]] = []
+        self.direct: dict[int, np.ndarray] = {}  # job -> final buffer slice of a plain page
 
-    def add(self, page: np.void, fn: Callable[[memoryview], None]) -> None:
+    def add(self, page: np.void, fn: Callable[[memoryview], None],
+            direct: np.ndarray | None = None) -> None:
+        if direct is not None and int(page["encoding"]) == PLAIN_ID \
+                and int(page["length"]) == 1 + direct.nbytes:
+            self.direct[len(self.jobs)] = direct
         self.jobs.append((len(self.ranges), int(page["checksum"]), fn, int(page["raw_length"])))
         self.ranges.append((int(page["offset"]), int(page["length"])))
 
     def run(self, rr: RangeReader, *, gap: int | None = None, parallel: bool = True) -> None:
-        mvs = rr.read_many(self.ranges, gap=gap)
+        direct = self.direct if rr.can_read_into else {}
+        fetch = [r for k, r in enumerate(self.ranges) if k not in direct]
+        got = iter(rr.read_many(fetch, gap=gap))
+        mvs = [memoryview(b"") if k in direct else next(got) for k in range(len(self.ranges))]
 
         def job(i: int, cs: int, fn: Callable[[memoryview], None]) -> Callable[[], None]:
             def run() -> None:
@@ -48,7 +57,21 @@ class Collector:
                 fn(mvs[i])
             return run
 
-        run_jobs([job(i, cs, fn) for i, cs, fn, _ in self.jobs], [w for *_, w in self.jobs],
+        def scatter(i: int, cs: int, dst: np.ndarray) -> Callable[[], None]:
+            def run() -> None:  # plain page: read the values straight into the column buffer
+                head = np.empty(1, dtype=np.uint8)
+                rr.read_into(self.ranges[i][0], [head, dst])
+                h = xxhash.xxh3_64()
+                h.update(head)
+                h.update(dst)
+                if h.intdigest() != cs:
+                    raise ChecksumError("checksum mismatch in page; the segment is corrupt")
+                if head[0] != PLAIN_ID:
+                    raise InvalidFileError("page encoding differs from its page meta")
+            return run
+
+        run_jobs([scatter(i, cs, direct[k]) if k in direct else job(i, cs, fn)
+                  for k, (i, cs, fn, _) in enumerate(self.jobs)], [w for *_, w in self.jobs],
                  parallel=parallel)
 
 
@@ -109,7 +132,7 @@ def _fixed_plan(pages: np.ndarray, coll: Collector, dtype: np.dtype[Any], total:
             else:
                 _codec.decode_fixed(mv, dtype, cnt, out=dst)
 
-        coll.add(p, fn)
+        coll.add(p, fn, direct=dst)
         pos += cnt
     return out
 

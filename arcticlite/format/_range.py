@@ -108,6 +108,22 @@ class RangeReader:
             raise FormatEOFError(f"short read at {offset}: asked {length} bytes, got {len(mv)}")
         return mv
 
+    @property
+    def can_read_into(self) -> bool:
+        """True for local files: :meth:`read_into` scatters a range into caller buffers."""
+        return self._owned and self._file is not None
+
+    def read_into(self, offset: int, bufs: Sequence[np.ndarray]) -> None:
+        """Read consecutive bytes at ``offset`` straight into ``bufs`` (one ``preadv``)."""
+        length = sum(b.nbytes for b in bufs)
+        if offset < 0 or offset + length > self.size:
+            raise FormatEOFError(f"range [{offset}, {offset + length}) is outside the file")
+        self.requests += 1
+        self.bytes_requested += length
+        n = os.preadv(self._file.fileno(), [memoryview(b).cast("B") for b in bufs], offset)
+        if n != length:
+            raise FormatEOFError(f"short read at {offset}: asked {length} bytes, got {n}")
+
     def prefetch_tail(self, length: int | None = None) -> memoryview:
         """Read the last ``length`` bytes (default ``prefetch``) once and keep them."""
         length = min(self.size, self.prefetch if length is None else length)

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.exceptions import CorruptDataError, SchemaException, UserInputException
 from arcticlite.format import FermionReader, FermionWriter, RangeReader, _writer, decode, encode
 from tests.format.conftest import assert_same
 
@@ -199,3 +199,27 @@ def test_writer_streams_to_file(tmp_path: object) -> None:
     r.close()
     with open(p, "rb") as fh:
         assert_same(decode(fh, columns=["b"]), t.select(["b"]))
+
+
+def test_local_file_reads_plain_pages_in_place(tmp_path: object) -> None:
+    import pathlib
+
+    from arcticlite.exceptions import ChecksumError
+
+    p = pathlib.Path(str(tmp_path)) / "plain.fermion"
+    t = pa.table({"x": np.random.default_rng(5).random(200_000), "y": np.arange(200_000)})
+    p.write_bytes(encode(t, page_size=64 * 1024))
+    assert_same(decode(p), t)
+    assert_same(decode(p, row_range=(70_000, 140_001), columns=["x"]), t.select(["x"]).slice(70_000, 70_001))
+    page = FermionReader(p).page_stats("x")[3]
+    assert page["encoding"] == 0  # random floats stay plain
+    raw = bytearray(p.read_bytes())
+    raw[page["offset"] + 100] ^= 0x10
+    p.write_bytes(bytes(raw))
+    with pytest.raises(ChecksumError):
+        decode(p)
+    raw[page["offset"] + 100] ^= 0x10
+    raw[page["offset"]] = 7  # id byte no longer 'plain'
+    p.write_bytes(bytes(raw))
+    with pytest.raises(CorruptDataError):
+        decode(p)
