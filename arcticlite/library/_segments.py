@@ -36,7 +36,7 @@ THREADS = max(2, os.cpu_count() or 2)
 _POOL = ThreadPoolExecutor(max_workers=max(4, THREADS * 2), thread_name_prefix="arcticlite-seg")
 _IO = ThreadPoolExecutor(max_workers=4, thread_name_prefix="arcticlite-io")
 
-WRITE_BATCH_BYTES = 32 << 20
+WRITE_BATCH_BYTES = 8 << 20
 """Encoded bytes handed to the store per ``write_many`` call (one LMDB transaction)."""
 ENCODE_WINDOW = 2 * THREADS
 """Segment encodes in flight while earlier segments are written."""
