@@ -44,9 +44,7 @@ def parse_aggregations(aggs: dict[str, Any], allowed: tuple[str, ...], where: st
 
 def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str) -> Any:
     cat = category(data.type)
-    if op in ("sum", "mean", "min", "max") and cat not in ("num", "bool", "ts") or (
-        op in ("sum", "mean") and cat == "ts"
-    ):
+    if op in ("sum", "mean", "min", "max") and cat not in ("num", "bool", "ts") or (op == "sum" and cat == "ts"):
         kind = "UTF_DYNAMIC64" if cat == "str" else str(data.type)
         raise SchemaException(
             f"E_UNSUPPORTED_COLUMN_TYPE {clause}: {op.capitalize()} aggregation not supported on column "
@@ -54,6 +52,8 @@ def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str
         )
     if pa.types.is_floating(data.type):
         data = pc.if_else(pc.is_nan(data), pa.scalar(None, data.type), data)
+    if cat == "ts" and op == "mean":
+        data = data.cast(pa.int64())
     if cat == "bool" and op in ("sum", "mean"):
         data = data.cast(pa.uint64() if op == "sum" else pa.float64())
     return data
@@ -64,6 +64,8 @@ def _finish(result: pa.ChunkedArray, op: str, source_type: pa.DataType) -> pa.Ch
         return result.cast(pa.uint64())
     if op == "sum":
         return result.fill_null(pa.scalar(0, result.type))
+    if op == "mean" and category(source_type) == "ts":  # mean of timestamps is a timestamp
+        return result.cast(pa.int64(), safe=False).cast(source_type)
     if pa.types.is_floating(result.type):
         return result.fill_null(pa.scalar(float("nan"), result.type))
     return result
@@ -82,7 +84,8 @@ def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple
     grouped = t.group_by("__key", use_threads=False).aggregate(aggs)
     outputs = []
     for i, (name, _, op) in enumerate(specs):
-        outputs.append((name, _finish(grouped.column(f"__v{i}_{op}"), op, t.column(f"__v{i}").type)))
+        source = ev.column(specs[i][1]).type
+        outputs.append((name, _finish(grouped.column(f"__v{i}_{op}"), op, source)))
     return grouped.column("__key"), outputs
 
 

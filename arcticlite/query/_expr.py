@@ -270,6 +270,11 @@ class Evaluator:
 
     def _arith(self, op: str, a: Val, b: Val) -> Val:
         fn, name = _ARITH[op]
+        # as in ArcticDB, timestamp columns take part in arithmetic as int64 nanoseconds
+        if a.kind == "column" and category(a.data.type) == "ts":
+            a = Val("column", _ts_array(a.data), a.text)
+        if b.kind == "column" and category(b.data.type) == "ts":
+            b = Val("column", _ts_array(b.data), b.text)
         if self._operand_cat(a) != "num" or self._operand_cat(b) != "num" or a.kind == "bitset" or b.kind == "bitset":
             raise UserInputException(
                 f"E_INVALID_USER_ARGUMENT Non-numeric operand provided to binary operation: "

@@ -45,6 +45,8 @@ CASES: dict[str, Callable[[ModuleType], Any]] = {
     "groupby": lambda m: m.QueryBuilder().groupby("g").agg(
         {"i": "sum", "fm": ("f", "mean"), "lo": ("f", "min"), "hi": ("u", "max"), "c": ("f", "count")}),
     "groupby_int_key": lambda m: m.QueryBuilder().groupby("u").agg({"i": "mean"}),
+    "groupby_timestamps": lambda m: m.QueryBuilder().groupby("g").agg({"t": "mean", "tmax": ("t", "max")}),
+    "project_timestamps": lambda m: (lambda q: q.apply("n", q["t"] - q["t"] + q["i"]))(m.QueryBuilder()),
     "groupby_then_filter": lambda m: m.QueryBuilder().groupby("s").agg({"i": "sum"}).then(
         (lambda q: q[q["i"] > 0])(m.QueryBuilder())),
     "resample": lambda m: m.QueryBuilder().resample("25min").agg(
