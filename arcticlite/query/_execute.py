@@ -51,6 +51,11 @@ class QueryPlan:
         Clauses :func:`run_query` must still apply.
     output_columns : list or None
         The user's ``columns=`` selection to apply at the end.
+    value_filters : list of tuple
+        ``(stored column, op, value)`` conjuncts every output row satisfies (ops ``==``,
+        ``<``, ``<=``, ``>``, ``>=``, ``in``), in the form ``arcticlite.format.decode(filter=)``
+        takes: a reader may skip pages or segments that cannot match. Rows it keeps are
+        filtered exactly afterwards.
     """
 
     columns: list[Any] | None
@@ -58,6 +63,7 @@ class QueryPlan:
     index_range: tuple[int, int] | None
     clauses: list[tuple[str, Any]]
     output_columns: list[Any] | None
+    value_filters: tuple[tuple[str, str, Any], ...] = ()
 
 
 def _clauses(query: Any) -> list[tuple[str, Any]]:
@@ -149,6 +155,31 @@ def _index_bounds(node: Any, is_index: Callable[[str], bool], lo: int, hi: int) 
     return lo, hi
 
 
+def _value_filters(node: Any, stored_of: Callable[[Any], str | None], out: list[tuple[str, str, Any]]) -> None:
+    """Collect ``col op number`` / ``col == str`` / ``col.isin(...)`` conjuncts of ``node``."""
+    if not isinstance(node, ExpressionNode):
+        return
+    if node.op == "&":
+        _value_filters(node.args[0], stored_of, out)
+        _value_filters(node.args[1], stored_of, out)
+        return
+    a, b = (node.args + (None, None))[:2]
+    if not (isinstance(a, ExpressionNode) and a.op == "col"):
+        return
+    stored = stored_of(a.args[0])
+    if stored is None:
+        return
+    if node.op == "isin" and b and all(scalar_category(v) in ("num", "str") for v in b):
+        if len({scalar_category(v) for v in b}) == 1 and not any(v != v for v in b):
+            out.append((stored, "in", list(b)))
+        return
+    if node.op not in ("==", "<", "<=", ">", ">=") or isinstance(b, ExpressionNode):
+        return
+    cat = scalar_category(b)
+    if (cat == "num" and b == b) or (cat == "str" and node.op == "=="):
+        out.append((stored, node.op, b.item() if isinstance(b, np.generic) else b))
+
+
 def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, int] | None,
                index_range: tuple[int, int] | None, sorted_index: bool,
                columns: list[Any] | None) -> QueryPlan:
@@ -196,8 +227,16 @@ def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, 
                 lo, hi = _index_bounds(arg, lambda n: n in index_names and n not in shadowed, lo, hi)
         if (lo, hi) != _I64:
             index_range = (lo, hi)
+    # leading filters on data columns: conjuncts a reader may use to skip pages
+    data_stored = {u: st for st, u in zip(meta.columns, meta.user_columns, strict=True) if isinstance(u, str)}
+    values: list[tuple[str, str, Any]] = []
+    for name, arg in clauses[i:]:
+        if name == "filter":
+            _value_filters(arg, data_stored.get, values)
+        elif name != "date_range":
+            break
     return QueryPlan(columns=fetch, row_range=row_range, index_range=index_range, clauses=clauses[i:],
-                     output_columns=None if aggregating else columns)
+                     output_columns=None if aggregating else columns, value_filters=tuple(values))
 
 
 class _State:

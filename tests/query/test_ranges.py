@@ -146,3 +146,19 @@ def test_optimisation_hints_are_accepted(lib: Library, df: pd.DataFrame) -> None
     q = q[q["i"] > 0]
     assert q.optimise_for_speed() is None and q.optimise_for_memory() is None
     check(lib, q, df[df.i > 0])
+
+
+def test_plan_value_filters_for_page_skipping(lib: Library, df: pd.DataFrame) -> None:
+    rec = lib._resolve("s", None)  # type: ignore[attr-defined]
+    meta = lib._meta_of(rec)  # type: ignore[attr-defined]
+    q = QueryBuilder()
+    q = q[(q["i"] > 3) & (q["s"] == "apple") & q["u"].isin([1, 2]) & (q["f"] != 0.5)]
+    q = q[q["i"] <= 40].head(3)
+    q = q[q["f"] > 0]  # after a slice: not a page filter
+    plan = plan_query(q, meta, total_rows=53, row_range=None, index_range=None, sorted_index=True, columns=None)
+    assert plan.value_filters == (("i", ">", 3), ("s", "==", "apple"), ("u", "in", [1, 2]), ("i", "<=", 40))
+    assert ("f", "!=", 0.5) not in plan.value_filters and ("f", ">", 0) not in plan.value_filters
+    q2 = QueryBuilder()
+    q2 = q2[(q2["i"] > 3) | (q2["f"] > 0)]
+    assert plan_query(q2, meta, total_rows=53, row_range=None, index_range=None, sorted_index=True,
+                      columns=None).value_filters == ()
