@@ -465,6 +465,9 @@ class LibraryCore:
         ``as_of`` is a version id (negative counts from the end), a snapshot name or a
         datetime (the latest version created at or before it; naive means UTC). Only the
         segments overlapping ``date_range`` / ``row_range`` / ``columns`` are fetched.
+        ``query_builder`` (a :class:`arcticlite.QueryBuilder`) then runs on those rows, fetching
+        only the columns it needs; its leading date ranges, index comparisons and row slices
+        narrow the segments read (see :mod:`arcticlite.query`).
         """
         sym = check_symbol(symbol)
         if lazy:
