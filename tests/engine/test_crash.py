@@ -183,3 +183,22 @@ def test_crash_right_after_commit_point_keeps_symbol_list_consistent(
     fresh = clean_client(ac, uri, backend)
     assert fresh.has_symbol("s") == (op == "create")
     assert set(fresh.list_symbols()) == {s for s in ("other", "s") if fresh.has_symbol(s)}
+
+
+@pytest.mark.parametrize("op", ["create", "delete"])
+def test_failed_commit_leaves_symbol_list_unchanged(ac: Arctic, uri: str, backend: str, op: str) -> None:
+    """A commit that fails at its commit point (nothing committed) must not change what
+    list_symbols() reports, whatever the symbol list recorded before the commit point."""
+    lib = ac.create_library("lib")
+    lib.write("other", frame(1))
+    if op == "delete":
+        lib.write("s", frame(1))
+    before = set(lib.list_symbols())
+    faulty = Arctic(uri, store=FaultInjectingStore(ac._store, seed=0, error_rate=1.0, ops=COMMIT_OPS))["lib"]
+    with pytest.raises(ArcticException):
+        faulty.write("s", frame(2)) if op == "create" else faulty.delete("s")
+    for client in (lib, clean_client(ac, uri, backend)):
+        assert set(client.list_symbols()) == before
+        assert set(client.list_symbols()) == {s for s in ("other", "s") if client.has_symbol(s)}
+        client.compact_symbol_list()
+        assert set(client.list_symbols()) == before
