@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from arcticlite._envelope import KIND_SYMBOL_LIST, seal, unseal
+from arcticlite.exceptions import KeyNotFoundException
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys, unescape
 from arcticlite.version._records import VersionRecord, parse_ref
@@ -70,26 +72,39 @@ class SymbolList:
     def record(self, sym: str, seq: int, op: str) -> None:
         self.store.write(*self.entry(sym, seq, op))
 
-    def _scan(self) -> tuple[State, list[str], list[str]]:
+    def _list(self) -> tuple[list[str], list[str], list[str], list[Any]]:
+        """Journal, compacted and intent keys, and the compacted keys' values. A concurrent
+        compaction may delete a compacted key between the listing and the read; it writes
+        its replacement first, so listing again finds it."""
         jprefix = self.keys.sl_prefix + "j/"
         cprefix = self.keys.sl_prefix + "c/"
         iprefix = self.keys.sl_prefix + "i/"
-        journal: list[str] = []
-        compacted: list[str] = []
-        intents: list[str] = []
-        for k in self.store.list_keys(self.keys.sl_prefix):
-            if k.startswith(jprefix):
-                journal.append(k)
-            elif k.startswith(cprefix):
-                compacted.append(k)
-            elif k.startswith(iprefix):
-                intents.append(k)
+        for attempt in range(8):
+            journal: list[str] = []
+            compacted: list[str] = []
+            intents: list[str] = []
+            for k in self.store.list_keys(self.keys.sl_prefix):
+                if k.startswith(jprefix):
+                    journal.append(k)
+                elif k.startswith(cprefix):
+                    compacted.append(k)
+                elif k.startswith(iprefix):
+                    intents.append(k)
+            try:
+                return journal, compacted, intents, list(self.store.read_many(compacted)) if compacted else []
+            except KeyNotFoundException:
+                if attempt == 7:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _scan(self) -> tuple[State, list[str], list[str]]:
+        jprefix = self.keys.sl_prefix + "j/"
+        journal, compacted, intents, raws = self._list()
         state: State = {}
-        if compacted:
-            for raw in self.store.read_many(compacted):
-                header, _ = unseal(raw, KIND_SYMBOL_LIST)
-                for sym, (seq, op) in header["symbols"].items():
-                    _merge(state, sym, int(seq), op)
+        for raw in raws:
+            header, _ = unseal(raw, KIND_SYMBOL_LIST)
+            for sym, (seq, op) in header["symbols"].items():
+                _merge(state, sym, int(seq), op)
         for k in journal:
             esc_sym, rest = k[len(jprefix) :].rsplit("/", 1)
             seq_s, op, _tok = rest.split(".", 2)

@@ -147,3 +147,45 @@ def test_staged_and_pickled_symbols(lib: Library) -> None:
     assert set(lib.list_symbols()) == {"pickled", "meta_only", "staged"}  # ArcticDB #1324: listed
     lib.compact_symbol_list()
     assert set(lib.list_symbols()) == {"pickled", "meta_only", "staged"}
+
+
+def test_racing_clients_converge_with_compaction(ac: Arctic, uri: str, backend: str) -> None:
+    """Several clients create and delete the same symbols at once while compacting often:
+    once they stop, every client's list_symbols() agrees with has_symbol()."""
+    import threading
+
+    ac.create_library("lib")
+    n_threads, steps = 4, (12 if backend == "s3" else 30)
+    clients = [(Arctic(uri) if backend != "memory" else Arctic("mem://", store=ac._store))["lib"]
+               for _ in range(n_threads)]
+    for c in clients:
+        c._symbol_list.threshold = 4
+    errors: list[BaseException] = []
+    start = threading.Barrier(n_threads)
+
+    def worker(k: int) -> None:
+        rng = random.Random(k)
+        try:
+            start.wait()
+            for step in range(steps):
+                sym = rng.choice(SYMS[:5])
+                if rng.random() < 0.6:
+                    clients[k].write(sym, frame(1, base=step))
+                else:
+                    clients[k].delete(sym)
+                if step % 5 == 0:
+                    clients[k].list_symbols()  # may compact
+        except BaseException as exc:  # pragma: no cover
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    truth = {s for s in SYMS[:5] if clients[0].has_symbol(s)}
+    for c in clients:
+        assert set(c.list_symbols()) == truth
+    clients[0].compact_symbol_list()
+    assert set(clients[1].list_symbols()) == truth
