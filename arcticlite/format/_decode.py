@@ -62,8 +62,8 @@ class Collector:
                 head = np.empty(1, dtype=np.uint8)
                 rr.read_into(self.ranges[i][0], [head, dst])
                 h = xxhash.xxh3_64()
-                h.update(head)
-                h.update(dst)
+                h.update(head.data)
+                h.update(dst.data)
                 if h.intdigest() != cs:
                     raise ChecksumError("checksum mismatch in page; the segment is corrupt")
                 if head[0] != PLAIN_ID:

@@ -99,8 +99,8 @@ class RangeReader:
             mv = memoryview(self._mm)[offset : offset + length]
         elif self._owned:
             out = np.empty(length, dtype=np.uint8)  # no zero fill, unlike bytearray
-            n = os.preadv(self._file.fileno(), [out], offset) if length else 0
-            mv = memoryview(out)[:n]
+            n = os.preadv(self._file.fileno(), [out.data], offset) if length else 0
+            mv = out.data[:n]
         else:
             self._file.seek(offset)
             mv = memoryview(self._file.read(length))
@@ -120,7 +120,7 @@ class RangeReader:
             raise FormatEOFError(f"range [{offset}, {offset + length}) is outside the file")
         self.requests += 1
         self.bytes_requested += length
-        n = os.preadv(self._file.fileno(), [memoryview(b).cast("B") for b in bufs], offset)
+        n = os.preadv(self._file.fileno(), [b.data.cast("B") for b in bufs], offset)
         if n != length:
             raise FormatEOFError(f"short read at {offset}: asked {length} bytes, got {n}")
 

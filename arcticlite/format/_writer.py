@@ -387,6 +387,7 @@ class FermionWriter:
                     w = (r1 - r0) // 8
                 elif node.kind == BINARY:
                     make = _job_binary(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), r0, r1, vslice)
+                    assert cum is not None
                     w = int(cum[r1] - cum[r0])
                 elif node.kind == BOOL:
                     make = _job_bitmap(vals[r0:r1], r0, r1, vslice)
@@ -411,8 +412,8 @@ class FermionWriter:
             callowed = None if allowed is None else allowed * node.width
             self._decompose(ci, col, node.children[0], child, callowed, lengths, jobs)
         elif node.kind == STRUCT:
-            for i, c in enumerate(node.children):
-                self._decompose(ci, col, c, arr.field(i), allowed, lengths, jobs)
+            for i, kid in enumerate(node.children):
+                self._decompose(ci, col, kid, arr.field(i), allowed, lengths, jobs)
         elif node.kind == DICT:
             self._decompose(ci, col, node.children[0], arr.dictionary, None, lengths, jobs)
 
@@ -525,7 +526,7 @@ class FermionWriter:
         sec = L.cmb_sections(nstripes, num_nodes, nstreams, len(full) * nstripes, npages)
         header = np.zeros(1, dtype=L.CMB_HEADER_DTYPE)
         header[0] = (L.CMB_MAGIC, nstripes, nstreams, num_nodes, len(full) * nstripes, npages, 0)
-        stripes = np.array(self._stripe_rows_list, dtype=L.STRIPE_DTYPE.fields["row_count"][0])
+        stripes = np.array(self._stripe_rows_list, dtype="<u8")
         cdesc = np.zeros(len(full) * nstripes, dtype=L.CHUNK_DTYPE)
         pages = np.zeros(npages, dtype=L.PAGE_DTYPE)
         ci = pi = 0
