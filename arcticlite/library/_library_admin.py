@@ -133,34 +133,49 @@ class AdminMixin(LibraryCore):
             raise InternalException("E_INVALID_ARGUMENT: give skip_symbols or versions, not both")
         if self._store.exists(self._keys.snapshot(snapshot_name)):
             raise InternalException(f"Snapshot with name {snapshot_name} already exists")
-        chosen: dict[str, int] = {}
-        if versions is not None:
-            missing = []
-            for s, v in versions.items():
-                head = self._engine.head(s)
-                if head is None or not head.is_live(int(v)):
-                    missing.append((s, v))
-                else:
-                    chosen[s] = int(v)
-            if missing:
-                raise NoSuchVersionException(f"Specified symbol-version pairs do not exist: {missing}")
-        else:
-            skip = set(skip_symbols or ())
-            for s in self.list_symbols():
-                if s in skip:
-                    continue
-                rec = self._engine.latest_live(s)
-                if rec is not None:
-                    chosen[s] = rec.seq
-        if not chosen:
-            raise NoSuchVersionException("No valid symbols in the library, skipping snapshot creation")
-        body = seal(
-            KIND_SNAPSHOT,
-            {"name": snapshot_name, "symbols": chosen, "has_meta": metadata is not None},
-            pickle.dumps(metadata) if metadata is not None else b"",
-        )
-        if not self._store.write_if_absent(self._keys.snapshot(snapshot_name), body):
-            raise InternalException(f"Snapshot with name {snapshot_name} already exists")
+        # a version deleted between its choice and the snapshot's write may have lost its data
+        # to the deleter's clean-up (which did not see the snapshot yet): check after writing
+        for attempt in range(4):
+            chosen: dict[str, int] = {}
+            if versions is not None:
+                missing = []
+                for s, v in versions.items():
+                    head = self._engine.head(s)
+                    if head is None or not head.is_live(int(v)):
+                        missing.append((s, v))
+                    else:
+                        chosen[s] = int(v)
+                if missing:
+                    raise NoSuchVersionException(f"Specified symbol-version pairs do not exist: {missing}")
+            else:
+                skip = set(skip_symbols or ())
+                for s in self.list_symbols():
+                    if s in skip:
+                        continue
+                    rec = self._engine.latest_live(s)
+                    if rec is not None:
+                        chosen[s] = rec.seq
+            if not chosen:
+                raise NoSuchVersionException("No valid symbols in the library, skipping snapshot creation")
+            body = seal(
+                KIND_SNAPSHOT,
+                {"name": snapshot_name, "symbols": chosen, "has_meta": metadata is not None},
+                pickle.dumps(metadata) if metadata is not None else b"",
+            )
+            if not self._store.write_if_absent(self._keys.snapshot(snapshot_name), body):
+                raise InternalException(f"Snapshot with name {snapshot_name} already exists")
+            dead = [(s, v) for s, v in chosen.items() if not self._is_live_version(s, v)]
+            if not dead:
+                return
+            self._store.delete([self._keys.snapshot(snapshot_name)])
+            if versions is not None or attempt == 3:
+                raise NoSuchVersionException(
+                    f"Specified symbol-version pairs were deleted while the snapshot was taken: {dead}"
+                )
+
+    def _is_live_version(self, sym: str, seq: int) -> bool:
+        head = self._engine.head(sym)
+        return head is not None and head.is_live(seq)
 
     def delete_snapshot(self, snapshot_name: str) -> None:
         """Delete a snapshot; data no live version or other snapshot needs is removed."""

@@ -168,3 +168,41 @@ def test_concurrent_appends_and_updates_rebase(uri: str, backend: str) -> None:
         appended = data["v"][data["v"] >= 1000].tolist()
         assert appended == [1000 + k for k in range(len(appended))]  # a prefix of the appends
         assert len(set(data["v"].iloc[2:6])) == 1  # one update's values, never a mix
+
+
+@pytest.mark.parametrize("mode", ["versions", "latest"])
+def test_snapshot_racing_a_delete_is_readable_or_refused(uri: str, backend: str, mode: str) -> None:
+    """Client B deletes the version client A's snapshot chose, between the choice and the
+    snapshot's write: the snapshot is refused (explicit versions) or retaken (latest), never
+    left pointing at data B's clean-up removed."""
+    from arcticlite.exceptions import NoSuchVersionException
+
+    ac = Arctic(uri)
+    a = ac.create_library("lib")
+    b = (Arctic(uri) if backend != "memory" else Arctic("mem://", store=ac._store))["lib"]
+    df = pd.DataFrame({"x": np.arange(5)}, index=pd.date_range("2024-01-01", periods=5))
+    a.write("s", df)
+    a.write("s", df + 1)
+    store = a._store
+    real = store.write_if_absent
+    fired = []
+
+    def delete_then_write(key: str, body: object) -> bool:
+        if "/snap/" in key and not fired:
+            fired.append(key)
+            b.delete("s", versions=[0 if mode == "versions" else 1])
+        return real(key, body)  # type: ignore[arg-type]
+
+    store.write_if_absent = delete_then_write  # type: ignore[method-assign]
+    try:
+        if mode == "versions":
+            with pytest.raises(NoSuchVersionException):
+                a.snapshot("snap", versions={"s": 0})
+            assert b.list_snapshots() == {}
+        else:
+            a.snapshot("snap")
+            assert b.read("s", as_of="snap").version == 0
+            assert_frame_equal(b.read("s", as_of="snap").data, df)
+    finally:
+        store.write_if_absent = real  # type: ignore[method-assign]
+    assert fired
