@@ -32,10 +32,17 @@ PLAIN_ID = 0
 class Collector:
     """Page jobs of one read: ranges to fetch, then checksum + decode per page."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int = 1 << 62) -> None:
+        self.budget = budget
         self.ranges: list[tuple[int, int]] = []
         self.jobs: list[tuple[int, int, Callable[[memoryview], None], int]] = []
         self.direct: dict[int, np.ndarray] = {}  # job -> final buffer slice of a plain page
+
+    def reserve(self, nbytes: int) -> None:
+        """Account for an output allocation; refuse reads that expand implausibly."""
+        self.budget -= nbytes
+        if self.budget < 0:
+            raise InvalidFileError("decoded size is implausible for the file size; refusing to allocate")
 
     def add(self, page: np.void, fn: Callable[[memoryview], None],
             direct: np.ndarray | None = None) -> None:
@@ -94,6 +101,7 @@ def _state(cm: ColumnMeta, s: int, st: int) -> str:
 
 def _bitmap_plan(pages: np.ndarray, coll: Collector, total: int, validity: bool = False
                  ) -> Callable[[], pa.Buffer]:
+    coll.reserve(total)
     out = np.empty(total, dtype=np.uint8)
     pos = 0
     for p in pages:
@@ -118,6 +126,7 @@ def _bitmap_plan(pages: np.ndarray, coll: Collector, total: int, validity: bool 
 
 def _fixed_plan(pages: np.ndarray, coll: Collector, dtype: np.dtype[Any], total: int,
                 per_item: int = 1) -> np.ndarray:
+    coll.reserve(total * per_item * dtype.itemsize)
     out = np.empty(total * per_item, dtype=dtype)
     pos = 0
     for p in pages:

@@ -38,6 +38,9 @@ from arcticlite.format._range import DEFAULT_PREFETCH, META_GAP, RangeReader
 from arcticlite.format._types import FLAT_KINDS
 
 EAGER_CMB_THRESHOLD = 64 * 1024
+MIN_DECODE_BUDGET = 4 << 30
+EXPANSION_LIMIT = 4096
+"""A read may decode at most max(4 GiB, 4096 × file size) bytes of buffers."""
 """CMB areas up to this size are read in one request whenever any CMB is needed."""
 
 _INTERNAL = (ValueError, IndexError, TypeError, OverflowError, KeyError, AssertionError,
@@ -124,6 +127,8 @@ class FermionReader:
         self.eager_cmb_threshold = eager_cmb_threshold
         self.parallel = parallel
         self.footer: Footer = read_footer(self._rr)
+        self.max_decoded_bytes = max(MIN_DECODE_BUDGET, EXPANSION_LIMIT * self._rr.size)
+        """Reads whose decoded buffers would exceed this raise InvalidFileError (no allocation)."""
         self._entries: dict[int, np.void] = {}
         self._fields: dict[int, pa.Field] = {}
         self._cmeta: dict[int, ColumnMeta] = {}
@@ -378,7 +383,7 @@ class FermionReader:
             p = self._prune(t, i)
             if p is not None:
                 ivs = _intersect(ivs, p)
-        coll = Collector()
+        coll = Collector(self.max_decoded_bytes)
         fins = [self._plan_column(self._cmeta[i], ivs, coll) for i in allidx]
         coll.run(self._rr, gap=self.gap, parallel=self.parallel)
         arrays = [pa.chunked_array(f(), type=self._fields[i].type) for f, i in zip(fins, allidx, strict=True)]

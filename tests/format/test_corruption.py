@@ -234,3 +234,12 @@ def test_checksum_errors_are_reported_as_such() -> None:
     with pytest.raises(InvalidFileError):
         decode(bytes(m))
     assert_same(decode(data), SMALL)
+
+
+def test_implausible_expansion_is_refused_before_allocating() -> None:
+    data = encode(pa.table({"x": np.zeros(1000, dtype=np.int64)}))  # compresses to a few bytes
+    r = FermionReader(data)
+    r.max_decoded_bytes = 4000  # the table needs 8000 bytes of values
+    with pytest.raises(InvalidFileError):
+        r.read()
+    assert FermionReader(data).read().num_rows == 1000
