@@ -211,10 +211,16 @@ def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
             cols = [c for c in cols if c in present]
         lo, hi = job.lo, job.hi
         if job.trim and index_range is not None and index_name is not None and hi > lo:
-            ix = reader.read([index_name], row_range=(lo, hi)).column(0).cast(pa.int64()).to_numpy()
+            # decode the index first, then only the pages of the data columns inside the range
+            ixcol = reader.read([index_name], row_range=(lo, hi)).column(0)
+            ix = ixcol.cast(pa.int64()).to_numpy()
             a = int(np.searchsorted(ix, index_range[0], "left"))
-            b = int(np.searchsorted(ix, index_range[1], "right"))
-            lo, hi = lo + a, lo + max(a, b)
+            b = max(a, int(np.searchsorted(ix, index_range[1], "right")))
+            rest = [c for c in cols if c != index_name]
+            data = reader.read(rest, row_range=(lo + a, lo + b))
+            if len(rest) == len(cols):
+                return data
+            return pa.Table.from_arrays([ixcol.slice(a, b - a), *data.columns], names=[index_name, *rest])
         return reader.read(cols, row_range=(lo, hi))
     finally:
         reader.close()
