@@ -191,6 +191,18 @@ def _detached(table: pa.Table, view: memoryview) -> bool:
     return True
 
 
+class _Names:
+    """``data_names[p]`` of a wide schema without building the list of all its names."""
+
+    __slots__ = ("_schema", "_n_index")
+
+    def __init__(self, schema: pa.Schema, n_index: int) -> None:
+        self._schema, self._n_index = schema, n_index
+
+    def __getitem__(self, p: int) -> str:
+        return str(self._schema.field(self._n_index + p).name)
+
+
 @dataclass(frozen=True, slots=True)
 class _Job:
     pos: int  # position in ``leaves``
@@ -246,10 +258,15 @@ def read_segments(
     segments that straddle its bounds, decoding only the pages of the rows inside it; the
     caller still slices the result exactly.
     """
-    index_names = schema.names[:n_index]
-    data_names = schema.names[n_index:]
-    pos = {name: i for i, name in enumerate(data_names)}
-    wanted_pos = sorted(pos[w] for w in wanted if w in pos)
+    index_names = [schema.field(i).name for i in range(n_index)]
+    if 8 * len(wanted) < len(schema):  # a few columns of a wide symbol: no O(width) work
+        found = {schema.get_field_index(w) for w in wanted}
+        wanted_pos = sorted(i - n_index for i in found if i >= n_index)
+        data_names: Any = _Names(schema, n_index)
+    else:
+        data_names = schema.names[n_index:]
+        pos = {name: i for i, name in enumerate(data_names)}
+        wanted_pos = sorted({pos[w] for w in wanted if w in pos})
     out_schema = pa.schema([schema.field(i) for i in range(n_index)] + [schema.field(n_index + p) for p in wanted_pos])
     if len(leaves) == 0:
         return out_schema.empty_table()
