@@ -1,5 +1,5 @@
 """``python -m benchmarks`` (``make bench``): the engine benchmark, then the format benchmark if
-present. Arguments (e.g. ``--quick``) are passed to each."""
+present. Arguments go to the engine benchmark; ``--quick`` also goes to the format one."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import sys
 
 def main() -> None:
     args = sys.argv[1:]
-    for name in ("benchmarks.bench_engine", "benchmarks.bench_format"):
+    runs = [("benchmarks.bench_engine", args),
+            ("benchmarks.bench_format", ["--quick"] if "--quick" in args else [])]
+    for name, argv in runs:
         if importlib.util.find_spec(name) is None:
             continue
-        print(f"== {name} {' '.join(args)}".rstrip(), flush=True)
-        sys.argv = [name, *args]
+        print(f"== python -m {name} {' '.join(argv)}".rstrip(), flush=True)
+        sys.argv = [name, *argv]
         runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
