@@ -214,7 +214,9 @@ _GATE_POWERS = np.array([10.0**e for e in range(10)])[:, None]
 
 def _incompressible_floats(xf: np.ndarray) -> bool:
     """Whether ``xf`` looks like measured (noisy) floats: on a contiguous 4 KiB sample from
-    the middle, not monotonic, zstd saves less than 5 %, and not short decimals. Costs ~50 us instead of trying every cascade (~1 ms a page)."""
+    the middle, not monotonic, zstd saves less than 8 %, and not short decimals. Costs
+    ~50 us instead of trying every cascade (~1 ms a page). (On such samples zstd saves about
+    1 % less than on the whole array, so 8 % keeps every array that could pass the 10 % rule.)"""
     mid = len(xf) // 2
     s = xf[mid : mid + _GATE_SAMPLE_BYTES // xf.itemsize]
     with np.errstate(invalid="ignore"):
@@ -222,7 +224,7 @@ def _incompressible_floats(xf: np.ndarray) -> bool:
         if np.all(d >= 0) or np.all(d <= 0):
             return False
     raw = s.tobytes()
-    if len(_GATE_CODEC.compress(raw, asbytes=True)) <= 0.95 * len(raw):
+    if len(_GATE_CODEC.compress(raw, asbytes=True)) <= 0.92 * len(raw):
         return False  # a codec may save 10 % on the whole array: try everything
     head = s[:16].astype(np.float64)
     with np.errstate(all="ignore"):
