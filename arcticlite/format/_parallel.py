@@ -14,8 +14,12 @@ MIN_PARALLEL_BYTES = 1 << 20
 """Below this many bytes of work, jobs run inline (pool hand-off costs more than it saves)."""
 
 
+_THREADS = max(1, min(8, os.cpu_count() or 1))
+
+
 def threads() -> int:
-    return max(1, min(8, os.cpu_count() or 1))
+    """Worker threads for page jobs (the CPU count, read once: it costs a syscall)."""
+    return _THREADS
 
 
 def _pool() -> ThreadPoolExecutor:
