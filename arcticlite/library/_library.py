@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 from collections import ChainMap
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from arcticlite.library._segments import Layout, read_segments, write_segments
 from arcticlite.library._time import as_of_to_ns, to_ns_bound
 from arcticlite.library._types import VersionedItem
 from arcticlite.storage import KVStore
-from arcticlite.version._engine import VersionEngine
+from arcticlite.version._engine import Builder, VersionEngine
 from arcticlite.version._keys import LibraryKeys
 from arcticlite.version._records import VersionRecord, add_ranges
 from arcticlite.version._symbol_list import SymbolList
@@ -202,6 +203,19 @@ class LibraryCore:
         return {self._symbol_list.intent(sym, rec.seq, k.rsplit("/", 1)[1].split(".")[1], rec.token)[0]: b""
                 for k in self._journal(sym, head, rec)}
 
+    def _commit(self, sym: str, build: Builder, *, prune: bool = False,
+                extra: Mapping[str, bytes] | None = None) -> VersionRecord:
+        """Commit ``build``'s record through the engine, then clean up after a prune."""
+        heads: list[VersionRecord | None] = []
+
+        def tracked(head: VersionRecord | None, seq: int) -> VersionRecord:
+            heads.append(head)  # the head the winning attempt was built on
+            return build(head, seq)
+
+        rec = self._engine.commit(sym, tracked, prune=prune, extra=extra)
+        self._after_commit(sym, heads[-1], rec, prune)
+        return rec
+
     def _after_commit(self, sym: str, head: VersionRecord | None, rec: VersionRecord, prune: bool) -> None:
         if prune and head is not None:
             # the commit itself marked every earlier version dead; now remove their data
@@ -309,18 +323,14 @@ class LibraryCore:
         root = self._index_for(sym, nodes).build(leaves)
         first, last = self._index_bounds(table, meta)
         mbytes = self._pickle_meta(metadata)
-        heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             return self._data_record(
                 "write", head, seq, index=root, meta=meta, schema=table.schema,
                 first=first, last=last, sorted_=sorted_, metadata=mbytes,
             )
 
-        prune_now = self._prune_default(prune_previous_versions)
-        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
-        self._after_commit(sym, heads[-1], rec, prune_now)
+        rec = self._commit(sym, build, prune=self._prune_default(prune_previous_versions), extra=nodes)
         return self._item(sym, rec)
 
     def write_pickle(
@@ -348,18 +358,15 @@ class LibraryCore:
         leaf["nbytes"] = len(body)
         root = self._index_for(sym).build(leaf)
         root = IndexRoot(digest=root.digest, height=root.height, rows=0, segments=1)
-        heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             return VersionRecord(
                 symbol=sym, seq=seq, kind=kind, created_ns=0, token="",
                 dead=head.dead if head is not None else (), latest_live=seq, index=root,
                 pickled=True, metadata=mbytes,
             )
 
-        rec = self._engine.commit(sym, build, prune=prune)
-        self._after_commit(sym, heads[-1], rec, prune)
+        rec = self._commit(sym, build, prune=prune)
         return rec
 
     # -- append ------------------------------------------------------------------------------------
@@ -392,10 +399,8 @@ class LibraryCore:
         mbytes = self._pickle_meta(metadata)
         nodes: dict[str, bytes] = {}
         index = self._index_for(sym, nodes)
-        heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             nodes.clear()  # nodes of a lost attempt are not needed
             base = self._engine.live_from_head(sym, head)
             if base is None:
@@ -438,9 +443,7 @@ class LibraryCore:
                 sorted_=s, metadata=mbytes,
             )
 
-        prune_now = self._prune_default(prune_previous_versions)
-        rec = self._engine.commit(sym, build, prune=prune_now, extra=ChainMap(nodes, segs))
-        self._after_commit(sym, heads[-1], rec, prune_now)
+        rec = self._commit(sym, build, prune=self._prune_default(prune_previous_versions), extra=ChainMap(nodes, segs))
         if compact_data and hasattr(self, "compact_data"):
             rec2 = self.compact_data(sym)  # type: ignore[attr-defined]
             return rec2
@@ -600,10 +603,8 @@ class LibraryCore:
         """A new version with the same data and new metadata (no data is rewritten)."""
         sym = check_symbol(symbol)
         mbytes = self._pickle_meta(metadata)
-        heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             base = self._engine.live_from_head(sym, head)
             if base is None:
                 return VersionRecord(
@@ -612,9 +613,7 @@ class LibraryCore:
                 )
             return base.with_(kind="metadata", dead=head.dead if head else (), latest_live=seq, metadata=mbytes)
 
-        prune_now = self._prune_default(prune_previous_versions)
-        rec = self._engine.commit(sym, build, prune=prune_now)
-        self._after_commit(sym, heads[-1], rec, prune_now)
+        rec = self._commit(sym, build, prune=self._prune_default(prune_previous_versions))
         return self._item(sym, rec)
 
     # -- delete / prune ----------------------------------------------------------------------------
@@ -636,11 +635,9 @@ class LibraryCore:
         self._tombstone(sym, [int(v) for v in vs])
 
     def _tombstone(self, sym: str, versions: list[int] | None) -> VersionRecord | None:
-        heads: list[VersionRecord | None] = []
         killed: set[int] = set()
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             if head is None:
                 raise NoSuchVersionException(f"E_NO_SUCH_VERSION: symbol {sym!r} does not exist")
             killed.clear()
@@ -668,8 +665,7 @@ class LibraryCore:
                 extra={"deleted": versions if versions is not None else "all"},
             )
 
-        rec = self._engine.commit(sym, build)
-        self._after_commit(sym, heads[-1], rec, False)
+        rec = self._commit(sym, build)
         self._cleanup(sym, killed)  # type: ignore[attr-defined]
         return rec
 

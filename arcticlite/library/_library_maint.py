@@ -148,10 +148,8 @@ class MaintenanceMixin(LibraryCore):
         compacted = compacted[np.lexsort((compacted["start_col"], compacted["start_row"]))]
         nodes: dict[str, bytes] = {}
         index = self._index_for(sym, nodes)
-        heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             nodes.clear()
             cur = self._engine.live_from_head(sym, head)
             if cur is None:
@@ -168,9 +166,7 @@ class MaintenanceMixin(LibraryCore):
             return cur.with_(kind="compact", dead=head.dead if head else (), latest_live=seq,
                              index=index.build(rows))
 
-        prune_now = self._prune_default(prune_previous_versions)
-        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
-        self._after_commit(sym, heads[-1], rec, prune_now)
+        rec = self._commit(sym, build, prune=self._prune_default(prune_previous_versions), extra=nodes)
         return self._item(sym, rec)
 
     def compact_data_batch(self, symbols: list[str], rows_per_segment: int | None = None,

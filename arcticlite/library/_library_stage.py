@@ -211,10 +211,8 @@ class StageMixin(LibraryCore):
         mbytes = self._pickle_meta(metadata)
         nodes: dict[str, bytes] = {}
         index = self._index_for(sym, nodes)
-        heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             nodes.clear()
             base = self._engine.live_from_head(sym, head)
             if mode is StagedDataFinalizeMethod.WRITE or base is None:
@@ -246,7 +244,5 @@ class StageMixin(LibraryCore):
                                      last=last if last is not None else base.last_index,
                                      sorted_=sorted_ if base.sorted == sorted_ else "UNSORTED", metadata=mbytes)
 
-        prune_now = self._prune_default(prune)
-        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
-        self._after_commit(sym, heads[-1], rec, prune_now)
+        rec = self._commit(sym, build, prune=self._prune_default(prune), extra=nodes)
         return self._item(sym, rec)

@@ -97,10 +97,8 @@ class UpdateMixin(LibraryCore):
                                         start_row=0, is_datetime=True)
         nodes: dict[str, bytes] = {}
         index = self._index_for(sym, nodes)
-        heads: list[VersionRecord | None] = []
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)
             nodes.clear()
             base = self._engine.live_from_head(sym, head)
             if base is None:
@@ -159,9 +157,7 @@ class UpdateMixin(LibraryCore):
                                      first=first, last=last, sorted_=base.sorted if len(rows) else "ASCENDING",
                                      metadata=mbytes)
 
-        prune_now = self._prune_default(prune)
-        rec = self._engine.commit(sym, build, prune=prune_now, extra=nodes)
-        self._after_commit(sym, heads[-1], rec, prune_now)
+        rec = self._commit(sym, build, prune=self._prune_default(prune), extra=nodes)
         return self._item(sym, rec)
 
     def _split_leaves(
