@@ -173,7 +173,7 @@ class LibraryCore:
             dead=head.dead if head is not None else (),
             latest_live=seq,
             index=index,
-            norm=meta.to_json().decode() if isinstance(meta.to_json(), bytes) else meta.to_json(),
+            norm=meta.to_json().decode(),
             schema=_schema_bytes(schema),
             first_index=first,
             last_index=last,
@@ -184,7 +184,8 @@ class LibraryCore:
 
     @staticmethod
     def _meta_of(rec: VersionRecord) -> norm.NormMeta:
-        return norm.NormMeta.from_json(rec.norm.encode() if isinstance(rec.norm, str) else rec.norm)
+        assert rec.norm is not None, "a data version always has its normalization metadata"
+        return norm.NormMeta.from_json(rec.norm)
 
     @staticmethod
     def _schema_of(rec: VersionRecord) -> pa.Schema:

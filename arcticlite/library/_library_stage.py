@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,9 @@ from arcticlite.library._segments import read_segments, write_segments
 from arcticlite.library._types import StagedDataFinalizeMethod, StageResult, VersionedItem
 from arcticlite.version._keys import unescape
 from arcticlite.version._records import VersionRecord
+
+#: one staged entry: (key, header, schema, leaf rows)
+Staged = tuple[str, dict[str, Any], pa.Schema, np.ndarray]
 
 
 def _mode(mode: Any) -> StagedDataFinalizeMethod:
@@ -73,13 +77,12 @@ class StageMixin(LibraryCore):
         # time first: listing order is staging order, which orders RangeIndex frames on finalize
         token = f"{time.time_ns():020d}-{uuid.uuid4().hex[:16]}"
         key = self._keys.staged(symbol, token)
-        mj = meta.to_json()
-        header = {"norm": mj.decode() if isinstance(mj, bytes) else mj, "first": first, "last": last,
+        header = {"norm": meta.to_json().decode(), "first": first, "last": last,
                   "sorted": sorted_, "schema_len": len(_schema_bytes(schema)), "rows": len(leaves)}
         self._store.write(key, seal(KIND_STAGED, header, _schema_bytes(schema) + leaves.tobytes()))
         return StageResult(symbol=symbol, staged_keys=(key,))
 
-    def _staged_entries(self, sym: str, stage_results: list[StageResult] | None) -> list[tuple[str, dict[str, Any], pa.Schema, np.ndarray]]:
+    def _staged_entries(self, sym: str, stage_results: list[StageResult] | None) -> list[Staged]:
         if stage_results is not None:
             keys = [k for r in stage_results for k in r.staged_keys if r.symbol == sym]
         else:
@@ -118,17 +121,10 @@ class StageMixin(LibraryCore):
         """
         sym = check_symbol(symbol)
         m = _mode(mode)
-        entries = self._staged_entries(sym, stage_results)
-        if not entries:
-            raise UserInputException(f"E_NO_STAGED_SEGMENTS: no staged data for symbol {sym!r}; stage() first")
-        try:
-            item = self._finalize(sym, entries, m, metadata, prune_previous_versions)
-        except Exception:
-            if delete_staged_data_on_failure:
-                self._store.delete([e[0] for e in entries])
-            raise
-        self._store.delete([e[0] for e in entries])
-        return item
+        return self._consume_staged(
+            sym, stage_results, delete_staged_data_on_failure,
+            lambda sym, entries: self._finalize(sym, entries, m, metadata, prune_previous_versions),
+        )
 
     def sort_and_finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
                                       prune_previous_versions: bool | None = None, metadata: Any = None,
@@ -137,11 +133,9 @@ class StageMixin(LibraryCore):
         """Like :meth:`finalize_staged_data`, but staged data may interleave: it is merged and sorted."""
         sym = check_symbol(symbol)
         m = _mode(mode)
-        entries = self._staged_entries(sym, stage_results)
-        if not entries:
-            raise UserInputException(f"E_NO_STAGED_SEGMENTS: no staged data for symbol {sym!r}; stage() first")
-        try:
-            meta = norm.NormMeta.from_json(entries[0][1]["norm"].encode())
+
+        def merge_sorted(sym: str, entries: list[Staged]) -> VersionedItem:
+            meta = norm.NormMeta.from_json(entries[0][1]["norm"])
             tables = []
             for _k, _h, schema, leaves in entries:
                 n_index = len(meta.index_columns)
@@ -153,19 +147,30 @@ class StageMixin(LibraryCore):
             leaves = write_segments(self._store, self._keys, sym, table, self._layout(meta), start_row=0,
                                     is_datetime=meta.index_kind == "datetime")
             first, last = self._index_bounds(table, meta)
-            item = self._finalize(sym, [("", {"norm": entries[0][1]["norm"], "first": first, "last": last,
-                                               "sorted": norm.sortedness(table, meta)}, table.schema, leaves)],
+            return self._finalize(sym, [("", {"norm": entries[0][1]["norm"], "first": first, "last": last,
+                                              "sorted": norm.sortedness(table, meta)}, table.schema, leaves)],
                                   m, metadata, prune_previous_versions)
+
+        return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, merge_sorted)
+
+    def _consume_staged(self, sym: str, stage_results: list[StageResult] | None, delete_on_failure: bool,
+                        commit: Callable[[str, list[Staged]], VersionedItem]) -> VersionedItem:
+        """Load the staged entries, ``commit`` them, then forget them (also on failure if asked)."""
+        entries = self._staged_entries(sym, stage_results)
+        if not entries:
+            raise UserInputException(f"E_NO_STAGED_SEGMENTS: no staged data for symbol {sym!r}; stage() first")
+        try:
+            item = commit(sym, entries)
         except Exception:
-            if delete_staged_data_on_failure:
+            if delete_on_failure:
                 self._store.delete([e[0] for e in entries])
             raise
         self._store.delete([e[0] for e in entries])
         return item
 
-    def _finalize(self, sym: str, entries: list[tuple[str, dict[str, Any], pa.Schema, np.ndarray]],
+    def _finalize(self, sym: str, entries: list[Staged],
                   mode: StagedDataFinalizeMethod, metadata: Any, prune: bool | None) -> VersionedItem:
-        meta = norm.NormMeta.from_json(entries[0][1]["norm"].encode())
+        meta = norm.NormMeta.from_json(entries[0][1]["norm"])
         is_dt = meta.index_kind == "datetime"
         if is_dt:
             entries = sorted(entries, key=lambda e: (e[1]["first"] is None, e[1]["first"] or 0))
