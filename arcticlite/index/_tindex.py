@@ -49,6 +49,18 @@ FANOUT = 256
 EMPTY = np.zeros(0, dtype=ROW_DTYPE)
 
 
+def shifted(rows: np.ndarray, by: int, *, row_numbers_index: bool) -> np.ndarray:
+    """A copy of leaf ``rows`` moved ``by`` rows down the table. When the index values are row
+    numbers (no datetime index), the min/max index values move with them."""
+    out = rows.copy()
+    out["start_row"] += by
+    out["end_row"] += by
+    if row_numbers_index:
+        out["min_index"] += by
+        out["max_index"] += by
+    return out
+
+
 def new_digest(body: bytes | memoryview) -> str:
     """A fresh key name for ``body``: xxh3-128 with a random seed (unique per write)."""
     return xxhash.xxh3_128_hexdigest(body, seed=secrets.randbits(64))

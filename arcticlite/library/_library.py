@@ -31,6 +31,7 @@ from arcticlite.index._tindex import (
     TableIndexIO,
     hex_digests,
     new_digest,
+    shifted,
 )
 from arcticlite.library import _normalize as norm
 from arcticlite.library._options import LibraryOptions
@@ -428,13 +429,7 @@ class LibraryCore:
                     f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(first)} to existing "
                     f"sequence ending at {_ts(base.last_index)} (version {base.seq}); sort the frame or use update()"
                 )
-            shifted = leaves.copy()
-            shifted["start_row"] += brows
-            shifted["end_row"] += brows
-            if not is_dt:
-                shifted["min_index"] += brows
-                shifted["max_index"] += brows
-            root = index.append(base.index or EMPTY_ROOT, shifted)
+            root = index.append(base.index or EMPTY_ROOT, shifted(leaves, brows, row_numbers_index=not is_dt))
             out_meta = merged_meta(bmeta, meta, schema)
             s = _combine_sorted(base.sorted, sorted_new, base.last_index, first, brows, table.num_rows)
             return self._data_record(

@@ -24,7 +24,7 @@ from arcticlite.exceptions import (
     UnsortedDataException,
     UserInputException,
 )
-from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE
+from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE, shifted
 from arcticlite.library import _normalize as norm
 from arcticlite.library._library import (
     LibraryCore,
@@ -197,14 +197,9 @@ class StageMixin(LibraryCore):
         parts = []
         cursor = 0
         for _k, _h, _s, leaves in entries:
-            lv = leaves.copy()
+            lv = leaves
             if len(lv):
-                base = int(lv["start_row"].min())
-                lv["start_row"] += cursor - base
-                lv["end_row"] += cursor - base
-                if not is_dt:
-                    lv["min_index"] += cursor - base
-                    lv["max_index"] += cursor - base
+                lv = shifted(lv, cursor - int(lv["start_row"].min()), row_numbers_index=not is_dt)
                 cursor = int(lv["end_row"].max())
             parts.append(lv)
         new_leaves = np.concatenate(parts) if parts else np.zeros(0, dtype=ROW_DTYPE)
@@ -237,12 +232,7 @@ class StageMixin(LibraryCore):
                     f"E_UNSORTED_DATA: staged data of {sym!r} starts before the last stored row; "
                     "use finalize in write mode or stage later data"
                 )
-            lv = new_leaves.copy()
-            lv["start_row"] += brows
-            lv["end_row"] += brows
-            if not is_dt:
-                lv["min_index"] += brows
-                lv["max_index"] += brows
+            lv = shifted(new_leaves, brows, row_numbers_index=not is_dt)
             return self._data_record("finalize", head, seq, index=index.append(base.index or EMPTY_ROOT, lv),
                                      meta=merged_meta(bmeta, meta, uschema), schema=uschema,
                                      first=base.first_index if base.first_index is not None else first,

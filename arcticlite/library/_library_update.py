@@ -19,7 +19,7 @@ from arcticlite.exceptions import (
     NormalizationException,
     UnsortedDataException,
 )
-from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE, hex_digests
+from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE, hex_digests, shifted
 from arcticlite.library import _normalize as norm
 from arcticlite.library._library import LibraryCore, check_symbol, merged_meta
 from arcticlite.library._segments import write_segments
@@ -138,17 +138,11 @@ class UpdateMixin(LibraryCore):
             parts = [before]
             n_before = int(before["end_row"].max()) if len(before) else 0
             if new_leaves is not None and len(new_leaves):
-                nl = new_leaves.copy()
-                nl["start_row"] += n_before
-                nl["end_row"] += n_before
-                parts.append(nl)
+                parts.append(shifted(new_leaves, n_before, row_numbers_index=False))
             rows = np.concatenate(parts)
             cursor = int(rows["end_row"].max()) if len(rows) else 0
             if len(after):
-                a = after.copy()
-                shift = cursor - int(a["start_row"].min())
-                a["start_row"] += shift
-                a["end_row"] += shift
+                a = shifted(after, cursor - int(after["start_row"].min()), row_numbers_index=False)
                 rows = np.concatenate([rows, a])
             root = index.build(rows)
             first = int(rows["min_index"].min()) if len(rows) else None
