@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from arcticlite.exceptions import (
@@ -33,6 +34,7 @@ from arcticlite.index._tindex import (
     new_digest,
     shifted,
 )
+from arcticlite.library import _direct as direct
 from arcticlite.library import _normalize as norm
 from arcticlite.library._options import LibraryOptions
 from arcticlite.library._segments import Layout, read_segments, write_segments
@@ -535,6 +537,13 @@ class LibraryCore:
             leaves = np.zeros(0, dtype=ROW_DTYPE)
         else:
             leaves = self._index_for(sym).leaves(root, row_range=rr, index_range=ir)
+        fmt = output_format
+        if fmt is None:
+            fmt = getattr(self, "_output_format", None) or getattr(self._arctic, "_output_format", None)
+        if direct.ENABLED and plan is None and not self._options.dynamic_schema and norm.OutputFormat(fmt or "pandas") is norm.OutputFormat.PANDAS:
+            df = self._read_direct(sym, rec, meta, schema, wanted, leaves, rr, ir)
+            if df is not None:
+                return df
         if self._options.dynamic_schema:
             leaves = widen_dynamic_leaves(leaves, len(schema.names) - n_index)
         table = read_segments(self._store, self._keys, sym, leaves, schema, n_index, wanted, rr,
@@ -547,10 +556,53 @@ class LibraryCore:
             from arcticlite.query import run_query
 
             table, meta = run_query(table, meta, plan)
-        fmt = output_format
-        if fmt is None:
-            fmt = getattr(self, "_output_format", None) or getattr(self._arctic, "_output_format", None)
         return norm.denormalize(table, meta, output_format=fmt or "pandas", row_offset=rr[0] if rr else 0)
+
+    def _read_direct(self, sym: str, rec: VersionRecord, meta: norm.NormMeta, schema: pa.Schema,
+                     wanted: list[str], leaves: np.ndarray, rr: tuple[int, int] | None,
+                     ir: tuple[int, int] | None) -> pd.DataFrame | None:
+        """A DataFrame read straight into its final blocks (see ``_direct``); None when the
+        read needs the general path."""
+        n_index = len(meta.index_columns)
+        if meta.kind != "dataframe":
+            return None
+        if meta.index_kind == "datetime":
+            if n_index != 1 or meta.index_hints[:1] != ("dt",) or schema.field(0).type != pa.timestamp("ns"):
+                return None
+        elif meta.index_kind not in ("range", "none") or n_index:
+            return None
+        pos = {name: i for i, name in enumerate(schema.names)}
+        wanted_pos = sorted({pos[w] - n_index for w in wanted if pos.get(w, -1) >= n_index})
+        data_names = [schema.field(n_index + p).name for p in wanted_pos]
+        labels, hints = meta.describe(data_names)
+        if any(hints):
+            return None
+        fields = [schema.field(n_index + p) for p in wanted_pos]
+        if any(direct.block_dtype(f.type) is None for f in fields):
+            return None
+        total = rec.index.rows if rec.index is not None else 0
+        try:
+            if ir is not None:
+                if rec.sorted != "ASCENDING":
+                    return None
+                if len(leaves):
+                    first = leaves[np.unique(leaves["start_row"], return_index=True)[1]]
+                    rows = direct.index_bounds(self._store, self._keys, sym, first, schema.field(0).name, ir)
+                else:
+                    rows = (0, 0)
+            else:
+                rows = rr if rr is not None else (0, total)
+            nrows = rows[1] - rows[0]
+            blocks = direct.allocate(fields, schema.field(0) if n_index else None, nrows)
+            jobs = direct.plan(self._keys, sym, leaves, schema, n_index, wanted_pos, rows) if nrows else []
+            direct.fill(self._store, jobs, blocks)
+        except direct.NotDirect:
+            return None
+        if blocks.index is not None:
+            index: pd.Index = norm.datetime_index(blocks.index, meta, meta.index_names[0])
+        else:
+            index = norm._index_from_table(pa.table({}), meta, nrows)
+        return direct.frame(blocks, index, norm.column_labels(meta, labels))
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:

@@ -566,6 +566,12 @@ def _datetime_index(col: pa.ChunkedArray, meta: NormMeta, name: Any) -> pd.Datet
         if col.num_chunks != 1 or col.null_count
         else col.chunk(0).to_numpy(zero_copy_only=False)
     )
+    return datetime_index(values, meta, name)
+
+
+def datetime_index(values: np.ndarray, meta: NormMeta, name: Any) -> pd.DatetimeIndex:
+    """The user's DatetimeIndex (tz, unit, name) around stored naive-UTC ns ``values``
+    (zero-copy for a tz-naive nanosecond index)."""
     idx = pd.DatetimeIndex(values, name=name, copy=False)
     if meta.tz is not None:
         idx = idx.tz_localize("UTC").tz_convert(tz_object(meta.tz, meta.tz_library))
@@ -671,12 +677,16 @@ def denormalize(
         return _ndarray_from_table(table, meta, data_names)
     labels, hints = meta.describe(data_names)
     df = _frame_from_table(table, data_names, hints, index)
-    try:
-        columns = pd.Index(labels, dtype=meta.columns_dtype, name=meta.columns_name)
-    except (TypeError, ValueError):
-        columns = pd.Index(labels, name=meta.columns_name)
-    df.columns = columns
+    df.columns = column_labels(meta, labels)
     return df
+
+
+def column_labels(meta: NormMeta, labels: list[Any]) -> pd.Index:
+    """``DataFrame.columns`` as written (dtype and name) for the user labels ``labels``."""
+    try:
+        return pd.Index(labels, dtype=meta.columns_dtype, name=meta.columns_name)
+    except (TypeError, ValueError):
+        return pd.Index(labels, name=meta.columns_name)
 
 
 def _ndarray_from_table(table: pa.Table, meta: NormMeta, data_names: list[str]) -> np.ndarray:

@@ -53,11 +53,14 @@ class KVStore(abc.ABC):
             return None
 
     @contextlib.contextmanager
-    def read_view(self, key: str) -> Iterator[memoryview]:
+    def read_view(self, key: str, *, release: bool = False) -> Iterator[memoryview]:
         """Lend a read-only view of the value of ``key`` for the ``with`` block.
 
         Zero-copy where the backend can (LMDB maps the file); the view is valid only inside
         the block. The default reads the value. Raises :class:`KeyNotFoundException`.
+        ``release=True`` tells a mapping backend that the caller is done with these bytes for
+        now: their pages leave the process's resident set when the block ends (they stay in
+        the OS page cache), so a large read does not hold the whole file in memory.
         """
         view = memoryview(self.read(key)).toreadonly()
         try:

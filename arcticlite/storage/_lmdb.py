@@ -21,15 +21,19 @@ the real key kept inside the value, so they still sort under their prefix and li
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
+import mmap
 import os
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import lmdb
+import numpy as np
 
 from arcticlite.exceptions import (
     KeyNotFoundException,
@@ -238,6 +242,29 @@ def _release(handle: _EnvHandle) -> None:
             handle.env.close()
 
 
+_MADV_DONTNEED = 4
+_PAGE = mmap.PAGESIZE
+_RELEASE_MIN = 1 << 20
+try:
+    _LIBC: Any = ctypes.CDLL(None, use_errno=True)
+    _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+except (OSError, AttributeError):  # pragma: no cover - no libc madvise on this platform
+    _LIBC = None
+
+
+def _drop_pages(view: memoryview) -> None:
+    """Take the whole pages inside ``view`` (a read-only, file-backed map region) out of the
+    resident set; the next access maps them again from the page cache (a minor fault).
+    Values under 1 MiB are left alone: the saving would not pay for the system call."""
+    if _LIBC is None or view.nbytes < _RELEASE_MIN or sys.platform != "linux":
+        return
+    start = int(np.frombuffer(view, dtype=np.uint8).ctypes.data)
+    lo = -(-start // _PAGE) * _PAGE
+    hi = (start + view.nbytes) // _PAGE * _PAGE
+    if hi > lo:
+        _LIBC.madvise(lo, hi - lo, _MADV_DONTNEED)
+
+
 def _translate(exc: BaseException, what: str) -> StorageException:
     if isinstance(exc, lmdb.MapFullError):
         return LmdbMapFullError(f"{what}: the LMDB map could not grow ({exc})")
@@ -407,7 +434,7 @@ class LmdbStore(KVStore):
         return self._run(False, fn, f"read {key!r}")
 
     @contextlib.contextmanager
-    def read_view(self, key: str) -> Iterator[memoryview]:
+    def read_view(self, key: str, *, release: bool = False) -> Iterator[memoryview]:
         """Lend a zero-copy ``memoryview`` of the value of ``key`` for the ``with`` block.
 
         The view points into the memory map and is valid only inside the block (a read
@@ -431,6 +458,8 @@ class LmdbStore(KVStore):
                     try:
                         yield view
                     finally:
+                        if release:
+                            _drop_pages(view)
                         view.release()
                     return
             except lmdb.MapResizedError as exc:

@@ -226,6 +226,33 @@ def test_read_view_is_zero_copy_and_scoped(tmp_path: Path) -> None:
         assert isinstance(s.read("seg"), bytes)  # the default read is an owned copy
 
 
+def _rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+def test_released_view_leaves_the_resident_set_and_reads_again(tmp_path: Path) -> None:
+    """A large read that releases its views does not keep the file resident in the process
+    (the pages stay in the OS page cache), and the bytes read back intact afterwards."""
+    size = 64 << 20
+    payload = os.urandom(1 << 20) * (size >> 20)
+    with LmdbStore(tmp_path / "db") as s:
+        s.write("big", payload)
+        with s.read_view("big") as view:  # resident while mapped and touched
+            before = _rss_kib()
+            assert bytes(view[-16:]) == payload[-16:] and bytes(view) == payload
+            touched = _rss_kib()
+        with s.read_view("big", release=True) as view:
+            assert bytes(view) == payload
+        after = _rss_kib()
+        assert touched - before > 32 << 10 or touched > after  # the map counted while touched
+        assert touched - after > 32 << 10, (before, touched, after)  # ... and left when released
+        assert s.read("big") == payload
+        with s.read_view("big", release=True) as view:  # pages map again on the next use
+            assert bytes(view) == payload
+
+
 def test_listing_lazily_does_not_block_map_growth(tmp_path: Path) -> None:
     with LmdbStore(tmp_path / "db", map_size=256 * 1024) as s:
         s.write_many({f"l/{i:05d}": b"" for i in range(2500)})

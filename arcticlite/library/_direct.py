@@ -1,0 +1,273 @@
+"""Reads straight into pandas blocks: the read path for the common pandas case.
+
+A pandas DataFrame keeps columns of one dtype together in a 2-D *block* (one row of the
+block per column). For a read whose columns all have a fixed numpy form (ints, floats,
+naive nanosecond timestamps, strings as Python objects) under a datetime or range index,
+this module
+
+1. works out the exact rows of the result first (a ``date_range`` costs the index column of
+   at most the two segments that straddle its bounds),
+2. allocates the final blocks and the index buffer once, and
+3. has every segment decode its columns straight into its rows of those blocks
+   (``FermionReader.read_into``): uncompressed pages are one copy from the store's memory
+   map into the result, compressed pages decompress into it, dictionary-coded strings are a
+   ``take`` of a few shared Python strings.
+
+The DataFrame is then built around the blocks without copying them. Nothing is allocated
+twice, so a read's peak memory is the result plus the segments in flight; with a mapping
+backend the map pages of large segments are released as soon as they are decoded
+(``KVStore.read_view(release=True)``).
+
+Anything else (nulls in an integer column, nested or dictionary types, dynamic schema,
+multi-indexes, query processing) raises :class:`NotDirect` before or while decoding and the
+caller uses the general Arrow path instead, so this module never changes what a read returns,
+only how fast and in how much memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from arcticlite import format as fermion
+from arcticlite.index._tindex import hex_digests
+from arcticlite.library._segments import _POOL, SMALL_SEGMENT_BYTES, _lends_views
+from arcticlite.storage import KVStore
+from arcticlite.version._keys import LibraryKeys
+
+_NAT = np.iinfo(np.int64).min
+ENABLED = True
+"""Whether pandas reads try this path (tests turn it off to compare with the general path)."""
+
+
+class NotDirect(Exception):
+    """This read cannot go straight into pandas blocks; use the general path."""
+
+
+def block_dtype(typ: pa.DataType) -> np.dtype[Any] | None:
+    """The numpy dtype pandas gives a column of Arrow type ``typ`` (None: not handled here)."""
+    if pa.types.is_integer(typ) or (pa.types.is_floating(typ) and typ.bit_width >= 32):
+        return np.dtype(typ.to_pandas_dtype())
+    if pa.types.is_timestamp(typ) and typ.tz is None and typ.unit == "ns":
+        return np.dtype("datetime64[ns]")
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return np.dtype(object)
+    return None
+
+
+@dataclass(slots=True)
+class Blocks:
+    """The result being filled: one 2-D array per dtype and the index values."""
+
+    arrays: list[np.ndarray]  # shape (columns of that dtype, rows)
+    placement: list[list[int]]  # result column positions of each array's rows
+    dest: dict[str, np.ndarray]  # stored column name -> its row in a block (1-D view)
+    index: np.ndarray | None  # datetime64[ns] values of the index, if it has one
+    nrows: int
+
+
+def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: int) -> Blocks:
+    """Blocks for the data columns ``fields`` (result order) and the index column."""
+    groups: dict[np.dtype[Any], list[int]] = {}
+    dtypes = []
+    for pos, f in enumerate(fields):
+        dt = block_dtype(f.type)
+        if dt is None:
+            raise NotDirect(f"column type {f.type}")
+        dtypes.append(dt)
+        groups.setdefault(dt, []).append(pos)
+    arrays, placement, dest = [], [], {}
+    for dt, positions in groups.items():
+        arr = np.empty((len(positions), nrows), dtype=dt)
+        arrays.append(arr)
+        placement.append(positions)
+        for j, pos in enumerate(positions):
+            dest[fields[pos].name] = arr[j]
+    index = None
+    if index_field is not None:
+        index = np.empty(nrows, dtype="datetime64[ns]")
+        dest[index_field.name] = index
+    return Blocks(arrays, placement, dest, index, nrows)
+
+
+def _as_raw(a: np.ndarray) -> np.ndarray:
+    """The buffer a segment decodes into: timestamps as their int64 values."""
+    return a.view(np.int64) if a.dtype.kind == "M" else a
+
+
+def _patch_nulls(name: str, out: np.ndarray, valid: np.ndarray | None) -> None:
+    if valid is None:
+        return
+    invalid = ~valid
+    if out.dtype.kind == "f":
+        out[invalid] = np.nan
+    elif out.dtype.kind == "M":
+        out.view(np.int64)[invalid] = _NAT
+    elif out.dtype.kind == "O":
+        out[invalid] = None
+    else:  # pandas turns an integer column with nulls into float64: the general path does that
+        raise NotDirect(f"nulls in integer column {name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    key: str
+    cols: list[str]
+    lo: int  # rows [lo, hi) of the segment file
+    hi: int
+    at: int  # first result row
+    nbytes: int
+
+
+def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
+    reader = fermion.FermionReader(src, parallel=parallel)
+    try:
+        n = job.hi - job.lo
+        outs = [_as_raw(blocks.dest[c][job.at : job.at + n]) for c in job.cols]
+        valid = _read_into(reader, job.cols, outs, (job.lo, job.hi))
+        for c, out, v in zip(job.cols, outs, valid, strict=True):
+            _patch_nulls(c, out, v)
+    finally:
+        reader.close()
+
+
+def _read_into(reader: Any, cols: list[str], outs: list[np.ndarray], rows: tuple[int, int]) -> list[Any]:
+    if hasattr(reader, "read_into"):
+        return reader.read_into(cols, outs, row_range=rows)  # type: ignore[no-any-return]
+    t = reader.read(cols, row_range=rows)
+    valid: list[Any] = []
+    for col, out in zip(t.columns, outs, strict=True):
+        if out.dtype == object:
+            out[:] = col.to_numpy(zero_copy_only=False)
+        else:
+            c = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            if pa.types.is_timestamp(c.type):
+                c = c.cast(pa.int64())
+            out[:] = c.fill_null(0).to_numpy(zero_copy_only=False).view(out.dtype) if c.null_count else c.to_numpy(zero_copy_only=False).view(out.dtype)
+        valid.append(None if col.null_count == 0 else col.is_valid().to_numpy(zero_copy_only=False))
+    return valid
+
+
+def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
+    """Decode every job into ``blocks`` (disjoint slices: jobs run in parallel)."""
+    if not jobs:
+        return
+    total = sum(j.nbytes for j in jobs)
+    small = total < SMALL_SEGMENT_BYTES * len(jobs)
+    views = _lends_views(store) and not small
+
+    def one(job: _Job, parallel: bool) -> None:
+        if views:
+            with store.read_view(job.key, release=True) as view:
+                _decode_into(view, job, blocks, parallel)
+        else:
+            _decode_into(store.read(job.key), job, blocks, parallel)
+
+    if len(jobs) == 1:
+        one(jobs[0], True)
+        return
+    if small:
+        bufs = store.read_many([j.key for j in jobs])
+        for j, b in zip(jobs, bufs, strict=True):
+            _decode_into(b, j, blocks, False)
+        return
+    for f in [_POOL.submit(one, j, False) for j in jobs]:
+        f.result()
+
+
+def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, index_name: str,
+                 index_range: tuple[int, int]) -> tuple[int, int]:
+    """Absolute rows ``[a, b)`` of a sorted datetime index inside the closed ``index_range``,
+    given the row groups overlapping it (decodes the index of at most two segments)."""
+    lo, hi = index_range
+    digests = hex_digests(leaves)
+
+    def index_of(i: int) -> np.ndarray:
+        off = int(leaves[i]["seg_offset"])
+        n = int(leaves[i]["end_row"] - leaves[i]["start_row"])
+        body = store.read(keys.tdata(sym, digests[i]))
+        col = fermion.FermionReader(body, parallel=False).read([index_name], row_range=(off, off + n)).column(0)
+        return np.asarray(col.cast(pa.int64()).to_numpy())
+
+    first, last = 0, len(leaves) - 1
+    a = int(leaves[first]["start_row"])
+    if int(leaves[first]["min_index"]) < lo:
+        a += int(np.searchsorted(index_of(first), lo, "left"))
+    b = int(leaves[last]["end_row"])
+    if int(leaves[last]["max_index"]) > hi:
+        b = int(leaves[last]["start_row"]) + int(np.searchsorted(index_of(last), hi, "right"))
+    return a, max(a, b)
+
+
+def plan(keys: LibraryKeys, sym: str, leaves: np.ndarray, schema: pa.Schema, n_index: int,
+         wanted_pos: list[int], rows: tuple[int, int]) -> list[_Job]:
+    """One job per segment overlapping ``rows``: which of its columns go where."""
+    a, b = rows
+    index_names = [schema.field(i).name for i in range(n_index)]
+    start = leaves["start_row"].astype(np.int64)
+    stop = leaves["end_row"].astype(np.int64)
+    keep = (start < b) & (stop > a)
+    leaves, start, stop = leaves[keep], start[keep], stop[keep]
+    if not len(leaves):
+        return []
+    # the row groups must tile [a, b) exactly (they always do; anything else is not ours to fix)
+    group_start = np.unique(start)
+    group_stop = np.unique(stop)
+    if (len(group_start) != len(group_stop) or group_start[0] > a or group_stop[-1] < b
+            or (group_start[1:] != group_stop[:-1]).any()):
+        raise NotDirect("row groups do not tile the rows")
+    digests = hex_digests(leaves)
+    lo = np.maximum(start, a)
+    hi = np.minimum(stop, b)
+    off = leaves["seg_offset"].astype(np.int64)
+    wanted = np.asarray(wanted_pos, dtype=np.int64)
+    cols: list[list[str]] = []
+    for i in range(len(leaves)):
+        c0, c1 = int(leaves[i]["start_col"]), int(leaves[i]["end_col"])
+        sel = wanted[(wanted >= c0) & (wanted < c1)]
+        cols.append([schema.field(n_index + int(p)).name for p in sel])
+    if index_names:  # each row group's index comes from one of its segments, one with data if any
+        carrier: dict[int, int] = {}
+        for i in range(len(leaves)):
+            s = int(start[i])
+            if s not in carrier or (cols[i] and not cols[carrier[s]]):
+                carrier[s] = i
+        for i in carrier.values():
+            cols[i] = index_names + cols[i]
+    return [
+        _Job(keys.tdata(sym, digests[i]), cols[i], int(off[i] + lo[i] - start[i]), int(off[i] + hi[i] - start[i]),
+             int(lo[i] - a), int(leaves[i]["nbytes"]))
+        for i in range(len(leaves)) if cols[i]
+    ]
+
+
+def frame(blocks: Blocks, index: pd.Index, columns: pd.Index) -> pd.DataFrame:
+    """A DataFrame around ``blocks`` without copying them."""
+    try:
+        from pandas.api.internals import create_dataframe_from_blocks  # pandas >= 3
+    except ImportError:
+        create_dataframe_from_blocks = None
+    try:
+        if create_dataframe_from_blocks is not None:
+            return create_dataframe_from_blocks(  # type: ignore[no-any-return]
+                [(arr, np.asarray(pl)) for arr, pl in zip(blocks.arrays, blocks.placement, strict=True)],
+                index=index, columns=columns)
+        from pandas.core.internals import BlockManager
+        from pandas.core.internals.api import make_block
+
+        mgr = BlockManager([make_block(arr, placement=pl) for arr, pl in zip(blocks.arrays, blocks.placement, strict=True)],
+                           [columns, index])
+        return pd.DataFrame._from_mgr(mgr, mgr.axes)  # type: ignore[attr-defined,no-any-return]
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover - other pandas internals
+        data = {}
+        for arr, pl in zip(blocks.arrays, blocks.placement, strict=True):
+            for j, pos in enumerate(pl):
+                data[pos] = arr[j]
+        df = pd.DataFrame({k: data[k] for k in sorted(data)}, index=index, copy=False)
+        df.columns = columns
+        return df

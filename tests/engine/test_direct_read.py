@@ -1,0 +1,174 @@
+"""Pandas reads that decode straight into the result's blocks return exactly what the general
+Arrow path returns: every dtype it handles, nulls, segment and page edges, date and row
+ranges, column subsets, tiled (row x column) layouts -- and fall back where they must."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from enginehelpers import assert_frame_equal
+
+from arcticlite import Arctic, LibraryOptions
+from arcticlite.library import _direct
+
+N = 1_000
+
+
+def _frame(n: int = N, seed: int = 0, tz: str | None = None) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    idx = pd.date_range("2024-01-01", periods=n, freq="min", name="ts", tz=tz)
+    words = np.array(["NYSE", "NASDAQ", "ARCA", "a much longer venue name", ""], dtype=object)
+    return pd.DataFrame(
+        {
+            "f64": rng.standard_normal(n),
+            "i64": rng.integers(-(10**12), 10**12, n),
+            "u8": rng.integers(0, 255, n).astype(np.uint8),
+            "i32": rng.integers(-1000, 1000, n).astype(np.int32),
+            "f32": rng.standard_normal(n).astype(np.float32),
+            "price": np.round(100 + np.cumsum(rng.integers(-1, 2, n)) / 100, 2),
+            "venue": words[rng.integers(0, len(words), n)],
+            "when": pd.date_range("2000-01-01", periods=n, freq="h").values,
+        },
+        index=idx,
+    )
+
+
+def _general(lib: Any, *args: Any, **kwargs: Any) -> Any:
+    old = _direct.ENABLED
+    _direct.ENABLED = False
+    try:
+        return lib.read(*args, **kwargs).data
+    finally:
+        _direct.ENABLED = old
+
+
+def _both(lib: Any, *args: Any, **kwargs: Any) -> pd.DataFrame:
+    got = lib.read(*args, **kwargs).data
+    assert_frame_equal(got, _general(lib, *args, **kwargs))
+    return got
+
+
+TILED = [
+    pytest.param(LibraryOptions(), id="default"),
+    pytest.param(LibraryOptions(rows_per_segment=97, columns_per_segment=3), id="tiles97x3"),
+]
+
+
+@pytest.mark.parametrize("library_options", TILED, indirect=True)
+def test_whole_frame_matches_written(lib: Any) -> None:
+    df = _frame()
+    lib.write("s", df)
+    got = _both(lib, "s")
+    assert_frame_equal(got, df)
+    assert got._mgr.is_consolidated()  # one block per dtype, like a frame pandas built itself
+
+
+@pytest.mark.parametrize("library_options", TILED, indirect=True)
+@pytest.mark.parametrize("cols", [None, ["venue"], ["i32", "f64"], ["when", "price", "u8"], []])
+@pytest.mark.parametrize("rows", [(0, 1), (96, 98), (97, 195), (500, 1000), (999, 1000), (3, 3)])
+def test_row_ranges_and_columns(lib: Any, cols: Any, rows: tuple[int, int]) -> None:
+    df = _frame()
+    lib.write("s", df)
+    got = _both(lib, "s", row_range=rows, columns=cols)
+    want = df.iloc[rows[0] : rows[1]]
+    assert_frame_equal(got, want if cols is None else want[[c for c in df.columns if c in cols]])
+
+
+@pytest.mark.parametrize("library_options", TILED, indirect=True)
+@pytest.mark.parametrize("span", [(0, 0), (0, 96), (96, 97), (100, 390), (10, 999), (-5, 3), (998, 1200)])
+def test_date_ranges_at_segment_edges(lib: Any, span: tuple[int, int]) -> None:
+    df = _frame()
+    lib.write("s", df)
+    t0 = df.index[0] + pd.Timedelta(minutes=span[0])
+    t1 = df.index[0] + pd.Timedelta(minutes=span[1])
+    got = _both(lib, "s", date_range=(t0, t1))
+    assert_frame_equal(got, df.loc[t0:t1])
+
+
+def test_appended_segments_and_head_tail(lib: Any) -> None:
+    df = _frame(2_000)
+    lib.write("s", df.iloc[:700])
+    for a in range(700, 2_000, 260):
+        lib.append("s", df.iloc[a : a + 260])
+    assert_frame_equal(_both(lib, "s"), df)
+    assert_frame_equal(lib.head("s", 5).data, df.head(5))
+    assert_frame_equal(lib.tail("s", 300).data, df.tail(300))
+    t0, t1 = df.index[650], df.index[1_250]
+    assert_frame_equal(_both(lib, "s", date_range=(t0, t1)), df.loc[t0:t1])
+
+
+def test_update_trimmed_segments(lib: Any) -> None:
+    df = _frame(900)
+    lib.write("s", df)
+    patch = _frame(50, seed=3).set_axis(df.index[400:450])
+    lib.update("s", patch)
+    want = df.copy()
+    want.iloc[400:450] = patch
+    assert_frame_equal(_both(lib, "s"), want)
+
+
+def test_nulls_in_floats_strings_and_timestamps(lib: Any) -> None:
+    df = _frame(300)
+    df.loc[df.index[::7], "f64"] = np.nan
+    df["venue"] = df["venue"].where(np.arange(300) % 5 != 0, None)
+    df.loc[df.index[::11], "when"] = pd.NaT
+    lib.write("s", df)
+    got = _both(lib, "s")
+    assert_frame_equal(got, df)
+    assert got["venue"].isna().sum() == 60
+
+
+def test_integer_column_with_nulls_takes_the_general_path(lib: Any) -> None:
+    import pyarrow as pa
+
+    table = pa.table({"ts": pa.array(pd.date_range("2024", periods=4, freq="s")),
+                      "x": pa.array([1, None, 3, 4], pa.int64())})
+    lib.write("s", table, index_column="ts")
+    got = _both(lib, "s")
+    assert got["x"].dtype == np.float64 and np.isnan(got["x"].iloc[1])
+
+
+@pytest.mark.parametrize("tz", ["UTC", "America/New_York"])
+def test_time_zone_index(lib: Any, tz: str) -> None:
+    df = _frame(200, tz=tz)
+    lib.write("s", df)
+    assert_frame_equal(_both(lib, "s"), df)
+
+
+def test_range_index_and_labels(lib: Any) -> None:
+    df = _frame(400).reset_index(drop=True)
+    df.columns = pd.Index([10, 11, 12, 13, 14, 15, 16, 17], name="level")
+    lib.write("s", df)
+    got = _both(lib, "s", row_range=(5, 390))
+    assert_frame_equal(got, df.iloc[5:390].reset_index(drop=True))
+
+
+def test_empty_symbol_and_empty_range(lib: Any) -> None:
+    df = _frame(0)
+    lib.write("e", df)
+    assert_frame_equal(_both(lib, "e"), df, check_index_type=False)
+    lib.write("s", _frame(50))
+    got = _both(lib, "s", date_range=(pd.Timestamp("1990"), pd.Timestamp("1991")))
+    assert len(got) == 0 and list(got.columns) == list(_frame(1).columns)
+
+
+def test_wide_symbol_few_columns(tmp_path: Any) -> None:
+    lib = Arctic(f"lmdb://{tmp_path}").create_library("w", LibraryOptions(columns_per_segment=50))
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame(rng.standard_normal((300, 400)), columns=[f"c{i}" for i in range(400)],
+                      index=pd.date_range("2024", periods=300, freq="s"))
+    lib.write("w", df)
+    cols = ["c399", "c3", "c120", "c121"]
+    assert_frame_equal(_both(lib, "w", columns=cols), df[sorted(cols, key=lambda c: int(c[1:]))])
+
+
+def test_results_do_not_share_memory(lib: Any) -> None:
+    df = _frame(100)
+    lib.write("s", df)
+    a = lib.read("s").data
+    b = lib.read("s").data
+    a.iloc[:, 0] = 0.0
+    assert_frame_equal(b, df)
