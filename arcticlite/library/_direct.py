@@ -27,6 +27,7 @@ only how fast and in how much memory.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +37,14 @@ import pyarrow as pa
 
 from arcticlite import format as fermion
 from arcticlite.index._tindex import hex_digests
-from arcticlite.library._segments import _POOL, SMALL_SEGMENT_BYTES, _lends_views
+from arcticlite.library._segments import _POOL, _lends_views
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys
 
 _NAT = np.iinfo(np.int64).min
 ENABLED = True
+POOL_MIN_BYTES = 4 << 20
+"""Reads of fewer stored bytes than this decode on the calling thread."""
 """Whether pandas reads try this path (tests turn it off to compare with the general path)."""
 
 
@@ -121,7 +124,7 @@ class _Job:
     lo: int  # rows [lo, hi) of the segment file
     hi: int
     at: int  # first result row
-    nbytes: int
+    nbytes: int  # stored bytes of the rows read (a share of the segment's size)
 
 
 def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
@@ -154,30 +157,35 @@ def _read_into(reader: Any, cols: list[str], outs: list[np.ndarray], rows: tuple
 
 
 def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
-    """Decode every job into ``blocks`` (disjoint slices: jobs run in parallel)."""
+    """Decode every job into ``blocks``. Jobs write disjoint slices, so they run in the thread
+    pool when there is enough work; small reads (a date range of a few thousand rows, many
+    tiny appended segments) decode inline, where thread hand-offs would cost more."""
     if not jobs:
         return
-    total = sum(j.nbytes for j in jobs)
-    small = total < SMALL_SEGMENT_BYTES * len(jobs)
-    views = _lends_views(store) and not small
+    views = _lends_views(store)
+    work = sum(j.nbytes for j in jobs)
+    pooled = work >= POOL_MIN_BYTES
 
     def one(job: _Job, parallel: bool) -> None:
-        if views:
+        if views:  # decode from the store's memory map; large segments leave the RSS after
             with store.read_view(job.key, release=True) as view:
                 _decode_into(view, job, blocks, parallel)
         else:
             _decode_into(store.read(job.key), job, blocks, parallel)
 
     if len(jobs) == 1:
-        one(jobs[0], True)
-        return
-    if small:
-        bufs = store.read_many([j.key for j in jobs])
-        for j, b in zip(jobs, bufs, strict=True):
-            _decode_into(b, j, blocks, False)
-        return
-    for f in [_POOL.submit(one, j, False) for j in jobs]:
-        f.result()
+        one(jobs[0], pooled)
+    elif pooled:
+        futures = [_POOL.submit(one, j, False) for j in jobs]
+        wait(futures)  # every job ends before the blocks are used or dropped
+        for f in futures:
+            f.result()
+    elif views:
+        for j in jobs:
+            one(j, False)
+    else:  # one request for many small segments (parallel on S3)
+        for j, body in zip(jobs, store.read_many([j.key for j in jobs]), strict=True):
+            _decode_into(body, j, blocks, False)
 
 
 def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, index_name: str,
@@ -190,9 +198,16 @@ def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray
     def index_of(i: int) -> np.ndarray:
         off = int(leaves[i]["seg_offset"])
         n = int(leaves[i]["end_row"] - leaves[i]["start_row"])
-        body = store.read(keys.tdata(sym, digests[i]))
-        col = fermion.FermionReader(body, parallel=False).read([index_name], row_range=(off, off + n)).column(0)
-        return np.asarray(col.cast(pa.int64()).to_numpy())
+        out = np.empty(n, dtype=np.int64)
+        with store.read_view(keys.tdata(sym, digests[i])) as src:
+            reader = fermion.FermionReader(src, parallel=False)
+            try:
+                valid = _read_into(reader, [index_name], [out], (off, off + n))[0]
+            finally:
+                reader.close()
+        if valid is not None:
+            raise NotDirect("nulls in the index")
+        return out
 
     first, last = 0, len(leaves) - 1
     a = int(leaves[first]["start_row"])
@@ -241,33 +256,31 @@ def plan(keys: LibraryKeys, sym: str, leaves: np.ndarray, schema: pa.Schema, n_i
             cols[i] = index_names + cols[i]
     return [
         _Job(keys.tdata(sym, digests[i]), cols[i], int(off[i] + lo[i] - start[i]), int(off[i] + hi[i] - start[i]),
-             int(lo[i] - a), int(leaves[i]["nbytes"]))
+             int(lo[i] - a), int(leaves[i]["nbytes"]) * int(hi[i] - lo[i]) // max(1, int(leaves[i]["seg_rows"])))
         for i in range(len(leaves)) if cols[i]
     ]
 
 
+try:  # pandas >= 3 has a public constructor; 2.x builds the manager the way pyarrow does
+    from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
+except ImportError:
+    _from_blocks = None
+
+
 def frame(blocks: Blocks, index: pd.Index, columns: pd.Index) -> pd.DataFrame:
     """A DataFrame around ``blocks`` without copying them."""
+    pairs = list(zip(blocks.arrays, blocks.placement, strict=True))
     try:
-        from pandas.api.internals import create_dataframe_from_blocks  # pandas >= 3
-    except ImportError:
-        create_dataframe_from_blocks = None
-    try:
-        if create_dataframe_from_blocks is not None:
-            return create_dataframe_from_blocks(  # type: ignore[no-any-return]
-                [(arr, np.asarray(pl)) for arr, pl in zip(blocks.arrays, blocks.placement, strict=True)],
-                index=index, columns=columns)
+        if _from_blocks is not None:
+            return _from_blocks([(arr, np.asarray(pl)) for arr, pl in pairs],  # type: ignore[no-any-return]
+                                index=index, columns=columns)
         from pandas.core.internals import BlockManager
         from pandas.core.internals.api import make_block
 
-        mgr = BlockManager([make_block(arr, placement=pl) for arr, pl in zip(blocks.arrays, blocks.placement, strict=True)],
-                           [columns, index])
+        mgr = BlockManager([make_block(arr, placement=pl) for arr, pl in pairs], [columns, index])
         return pd.DataFrame._from_mgr(mgr, mgr.axes)  # type: ignore[attr-defined,no-any-return]
     except (ImportError, AttributeError, TypeError):  # pragma: no cover - other pandas internals
-        data = {}
-        for arr, pl in zip(blocks.arrays, blocks.placement, strict=True):
-            for j, pos in enumerate(pl):
-                data[pos] = arr[j]
+        data = {pos: arr[j] for arr, pl in pairs for j, pos in enumerate(pl)}
         df = pd.DataFrame({k: data[k] for k in sorted(data)}, index=index, copy=False)
         df.columns = columns
         return df
