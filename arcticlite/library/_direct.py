@@ -56,6 +56,8 @@ def block_dtype(typ: pa.DataType) -> np.dtype[Any] | None:
     """The numpy dtype pandas gives a column of Arrow type ``typ`` (None: not handled here)."""
     if pa.types.is_integer(typ) or (pa.types.is_floating(typ) and typ.bit_width >= 32):
         return np.dtype(typ.to_pandas_dtype())
+    if pa.types.is_boolean(typ):
+        return np.dtype(bool)
     if pa.types.is_timestamp(typ) and typ.tz is None and typ.unit == "ns":
         return np.dtype("datetime64[ns]")
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
@@ -113,8 +115,8 @@ def _patch_nulls(name: str, out: np.ndarray, valid: np.ndarray | None) -> None:
         out.view(np.int64)[invalid] = _NAT
     elif out.dtype.kind == "O":
         out[invalid] = None
-    else:  # pandas turns an integer column with nulls into float64: the general path does that
-        raise NotDirect(f"nulls in integer column {name!r}")
+    else:  # pandas turns ints with nulls into float64, bools into objects: the general path
+        raise NotDirect(f"nulls in column {name!r} of dtype {out.dtype}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ def _frame(n: int = N, seed: int = 0, tz: str | None = None) -> pd.DataFrame:
             "price": np.round(100 + np.cumsum(rng.integers(-1, 2, n)) / 100, 2),
             "venue": words[rng.integers(0, len(words), n)],
             "when": pd.date_range("2000-01-01", periods=n, freq="h").values,
+            "flag": rng.random(n) < 0.3,
         },
         index=idx,
     )
@@ -121,14 +122,16 @@ def test_nulls_in_floats_strings_and_timestamps(lib: Any) -> None:
     assert got["venue"].isna().sum() == 60
 
 
-def test_integer_column_with_nulls_takes_the_general_path(lib: Any) -> None:
+def test_integer_and_bool_columns_with_nulls_take_the_general_path(lib: Any) -> None:
     import pyarrow as pa
 
     table = pa.table({"ts": pa.array(pd.date_range("2024", periods=4, freq="s")),
-                      "x": pa.array([1, None, 3, 4], pa.int64())})
+                      "x": pa.array([1, None, 3, 4], pa.int64()),
+                      "y": pa.array([True, False, None, True])})
     lib.write("s", table, index_column="ts")
     got = _both(lib, "s")
     assert got["x"].dtype == np.float64 and np.isnan(got["x"].iloc[1])
+    assert got["y"].dtype == object and got["y"].iloc[2] is None
 
 
 @pytest.mark.parametrize("tz", ["UTC", "America/New_York"])
@@ -140,7 +143,7 @@ def test_time_zone_index(lib: Any, tz: str) -> None:
 
 def test_range_index_and_labels(lib: Any) -> None:
     df = _frame(400).reset_index(drop=True)
-    df.columns = pd.Index([10, 11, 12, 13, 14, 15, 16, 17], name="level")
+    df.columns = pd.Index(list(range(10, 10 + df.shape[1])), name="level")
     lib.write("s", df)
     got = _both(lib, "s", row_range=(5, 390))
     assert_frame_equal(got, df.iloc[5:390].reset_index(drop=True))
