@@ -143,7 +143,7 @@ def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
 
 def _read_into(reader: Any, cols: list[str], outs: list[np.ndarray], rows: tuple[int, int]) -> list[Any]:
     if hasattr(reader, "read_into"):
-        return reader.read_into(cols, outs, row_range=rows)  # type: ignore[no-any-return]
+        return reader.read_into(cols, outs, row_range=rows)
     t = reader.read(cols, row_range=rows)
     valid: list[Any] = []
     for col, out in zip(t.columns, outs, strict=True):
@@ -274,13 +274,13 @@ def frame(blocks: Blocks, index: pd.Index, columns: pd.Index) -> pd.DataFrame:
     pairs = list(zip(blocks.arrays, blocks.placement, strict=True))
     try:
         if _from_blocks is not None:
-            return _from_blocks([(arr, np.asarray(pl)) for arr, pl in pairs],  # type: ignore[no-any-return]
+            return _from_blocks([(arr, np.asarray(pl)) for arr, pl in pairs],
                                 index=index, columns=columns)
         from pandas.core.internals import BlockManager
         from pandas.core.internals.api import make_block
 
         mgr = BlockManager([make_block(arr, placement=pl) for arr, pl in pairs], [columns, index])
-        return pd.DataFrame._from_mgr(mgr, mgr.axes)  # type: ignore[attr-defined,no-any-return]
+        return pd.DataFrame._from_mgr(mgr, mgr.axes)
     except (ImportError, AttributeError, TypeError):  # pragma: no cover - other pandas internals
         data = {pos: arr[j] for arr, pl in pairs for j, pos in enumerate(pl)}
         df = pd.DataFrame({k: data[k] for k in sorted(data)}, index=index, copy=False)

@@ -80,8 +80,11 @@ class AdminMixin(LibraryCore):
                 if rec is not None:
                     out[SymbolVersion(s, rec.seq)] = VersionInfo(_utc(rec.created_ns), False, [snapshot])
             return out
-        syms = [check_symbol(symbol)] if symbol is not None else self.list_symbols()
         snaps = {} if skip_snapshots else self._snapshots_by_version(symbol)
+        if symbol is not None:
+            syms = [check_symbol(symbol)]
+        else:  # deleted symbols whose versions a snapshot holds are listed too
+            syms = list(dict.fromkeys([*self.list_symbols(), *sorted({s for s, _ in snaps})]))
         out = {}
         for s in syms:
             head = self._engine.head(s)

@@ -180,6 +180,20 @@ def test_list_versions_with_snapshots(lib: Library) -> None:
     assert_frame_equal(lib.read("s", as_of="a").data, frame(3, base=10))
 
 
+def test_list_versions_of_all_symbols_includes_deleted_symbols_held_by_snapshots(lib: Library) -> None:
+    lib.write("gone", frame(2))
+    lib.write("kept", frame(2))
+    lib.snapshot("snap")
+    lib.delete("gone")
+    assert "gone" not in lib.list_symbols()
+    vs = lib.list_versions()
+    assert set(vs) == {SymbolVersion("gone", 0), SymbolVersion("kept", 0)}
+    assert vs[SymbolVersion("gone", 0)].deleted is True and vs[SymbolVersion("gone", 0)].snapshots == ["snap"]
+    assert set(lib.list_versions(skip_snapshots=True)) == {SymbolVersion("kept", 0)}
+    lib.delete_snapshot("snap")
+    assert set(lib.list_versions()) == {SymbolVersion("kept", 0)}
+
+
 # -- snapshots ------------------------------------------------------------------------------------
 @all_options
 def test_snapshot_preserves_versions(lib: Library) -> None:
