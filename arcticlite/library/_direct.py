@@ -45,6 +45,8 @@ _NAT = np.iinfo(np.int64).min
 ENABLED = True
 POOL_MIN_BYTES = 4 << 20
 """Reads of fewer stored bytes than this decode on the calling thread."""
+FETCH_WINDOW = 16
+"""Segments fetched together from a store without zero-copy views (bounds the bytes in flight)."""
 """Whether pandas reads try this path (tests turn it off to compare with the general path)."""
 
 
@@ -177,17 +179,26 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
 
     if len(jobs) == 1:
         one(jobs[0], pooled)
+    elif pooled and not views:  # fetch a window at a time (parallel GETs), decode it in the pool
+        for w in range(0, len(jobs), FETCH_WINDOW):
+            window = jobs[w : w + FETCH_WINDOW]
+            bodies = store.read_many([j.key for j in window])
+            _run([_POOL.submit(_decode_into, b, j, blocks, False) for j, b in zip(window, bodies, strict=True)])
+            del bodies
     elif pooled:
-        futures = [_POOL.submit(one, j, False) for j in jobs]
-        wait(futures)  # every job ends before the blocks are used or dropped
-        for f in futures:
-            f.result()
+        _run([_POOL.submit(one, j, False) for j in jobs])
     elif views:
         for j in jobs:
             one(j, False)
     else:  # one request for many small segments (parallel on S3)
         for j, body in zip(jobs, store.read_many([j.key for j in jobs]), strict=True):
             _decode_into(body, j, blocks, False)
+
+
+def _run(futures: list[Any]) -> None:
+    wait(futures)  # every job ends before the blocks are used or dropped
+    for f in futures:
+        f.result()
 
 
 def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, index_name: str,

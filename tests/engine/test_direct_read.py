@@ -89,7 +89,16 @@ def test_date_ranges_at_segment_edges(lib: Any, span: tuple[int, int]) -> None:
     assert_frame_equal(got, df.loc[t0:t1])
 
 
-def test_appended_segments_and_head_tail(lib: Any) -> None:
+@pytest.fixture(params=["inline", "pooled"])
+def decode_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Small reads decode inline; force the pooled (and, without views, windowed) path too."""
+    if request.param == "pooled":
+        monkeypatch.setattr(_direct, "POOL_MIN_BYTES", 0)
+        monkeypatch.setattr(_direct, "FETCH_WINDOW", 3)
+    return str(request.param)
+
+
+def test_appended_segments_and_head_tail(lib: Any, decode_mode: str) -> None:
     df = _frame(2_000)
     lib.write("s", df.iloc[:700])
     for a in range(700, 2_000, 260):
