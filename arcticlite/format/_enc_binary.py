@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
+from arcticlite.format._enc_bitpack import _temp
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
     MODE_NARROW,
@@ -110,9 +112,12 @@ def _head(mv: memoryview, hdr: struct.Struct) -> tuple[Any, ...]:
 
 
 def decode_binary(
-    mv: memoryview, count: int, depth: int, fixed: FixedDecoder
+    mv: memoryview, count: int, depth: int, fixed: FixedDecoder, offsets_dtype: np.dtype = _I64
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decode a binary blob into (int64 offsets from 0, uint8 data).
+
+    With ``offsets_dtype`` int32 a dictionary blob may return int32 offsets directly (when
+    they cannot overflow); the caller converts any others.
 
     Parameters
     ----------
@@ -158,29 +163,111 @@ def decode_binary(
         if size > count or (size == 0) != (count == 0):
             raise InvalidFileError(f"dictionary of {size} entries for {count} values")
         d_off, d_data = decode_binary(_sub(mv, NESTED_HDR.size, dlen), size, depth + 1, fixed)
-        codes = np.empty(count, dtype=CODE_DTYPE)
+        # the codes are a temporary: a reused scratch buffer spares the page faults of a
+        # fresh one (the dictionary above was decoded before, and _gather copies out of it)
+        codes = _temp("codes", (count,), CODE_DTYPE)
         fixed(mv[NESTED_HDR.size + dlen :], CODE_DTYPE, count, codes, depth + 1)
         if count == 0:
             return np.zeros(1, dtype=_I64), np.empty(0, dtype=_U8)
         if int(codes.max()) >= size:
             raise InvalidFileError("dictionary code out of range")
-        darr = pa.Array.from_buffers(
-            pa.large_binary(), size, [None, pa.py_buffer(d_off), pa.py_buffer(d_data)]
-        )
-        res = darr.take(pa.array(codes))
-        bufs = res.buffers()
-        offsets = np.frombuffer(bufs[1], dtype=_I64, count=count + 1, offset=8 * res.offset)
-        total = int(offsets[-1]) - int(offsets[0])
-        data = np.frombuffer(bufs[2], _U8) if bufs[2] is not None else np.empty(0, _U8)
-        data = data[int(offsets[0]) : int(offsets[0]) + total]
-        return offsets - offsets[0], data
+        return _gather(d_off, d_data, codes, np.dtype(offsets_dtype))
     if eid in (ZSTD, LZ4):
         (_, raw_len) = _head(mv, CODEC_HDR)
         frame = mv[CODEC_HDR.size :]
         if raw_len > 64 + 16 * count + _MAX_RATIO * len(frame):
             raise InvalidFileError("compressed block claims an implausible size")
-        return decode_binary(decompress(eid, frame, raw_len), count, depth + 1, fixed)
+        return decode_binary(
+            decompress(eid, frame, raw_len), count, depth + 1, fixed, offsets_dtype
+        )
     raise InvalidFileError(f"unknown or misplaced binary encoding id {eid}")
+
+
+def decode_binary_codes(
+    mv: memoryview, count: int, depth: int, fixed: FixedDecoder
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Decode a binary blob, keeping a ``binary-dict`` blob as codes + dictionary.
+
+    Same checks as :func:`decode_binary`; a ZSTD/LZ4 wrapper is removed first.
+
+    Returns
+    -------
+    tuple
+        ``(codes, offsets, data)``: for a ``binary-dict`` blob, ``count`` uint32 codes (all
+        below the dictionary size) and the dictionary's int64 offsets (from 0) and uint8 data;
+        for any other blob, ``None`` and the values' offsets and data (as
+        :func:`decode_binary`).
+    """
+    if depth > MAX_NESTING:
+        raise InvalidFileError("encoded blob nests too deeply")
+    if len(mv) < 1:
+        raise FormatEOFError("empty encoded blob")
+    eid = mv[0]
+    if eid == BINARY_DICT:
+        (_, size, dlen) = _head(mv, NESTED_HDR)
+        if size > count or (size == 0) != (count == 0):
+            raise InvalidFileError(f"dictionary of {size} entries for {count} values")
+        d_off, d_data = decode_binary(_sub(mv, NESTED_HDR.size, dlen), size, depth + 1, fixed)
+        codes = np.empty(count, dtype=CODE_DTYPE)
+        fixed(mv[NESTED_HDR.size + dlen :], CODE_DTYPE, count, codes, depth + 1)
+        if count and int(codes.max()) >= size:
+            raise InvalidFileError("dictionary code out of range")
+        return codes, d_off, d_data
+    if eid in (ZSTD, LZ4):
+        (_, raw_len) = _head(mv, CODEC_HDR)
+        frame = mv[CODEC_HDR.size :]
+        if raw_len > 64 + 16 * count + _MAX_RATIO * len(frame):
+            raise InvalidFileError("compressed block claims an implausible size")
+        return decode_binary_codes(decompress(eid, frame, raw_len), count, depth + 1, fixed)
+    offsets, data = decode_binary(mv, count, depth, fixed)
+    return None, offsets, data
+
+
+_I32_MAX = int(np.iinfo(np.int32).max)
+#: Fixed-width gathers of these value lengths use a native integer dtype (others a void one).
+_WORD: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)
+}
+
+
+def _gather(
+    d_off: np.ndarray, d_data: np.ndarray, codes: np.ndarray, odt: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
+    """Values ``codes`` (all below the dictionary size) of a dictionary given as int64 offsets
+    from 0 + data: ``(offsets from 0, data)``, the offsets in ``odt`` (int32 or int64) when
+    they fit it (int64 otherwise).
+
+    A dictionary of equal-length values (codes, tickers, ...) is one fixed-width numpy take;
+    otherwise Arrow's ``take`` (the codes are in range, so without its bounds check)."""
+    count = len(codes)
+    lens = np.diff(d_off)
+    width = int(lens[0])
+    narrow = odt.itemsize == 4 and count * int(lens.max()) <= _I32_MAX
+    if (lens == width).all():
+        if width == 0:
+            return np.zeros(count + 1, dtype=odt if narrow else _I64), np.empty(0, dtype=_U8)
+        offsets = np.arange(count + 1, dtype=odt if narrow else _I64)
+        np.multiply(offsets, width, out=offsets)
+        word = _WORD.get(width, np.dtype(f"V{width}"))
+        out = np.empty(count, dtype=word)
+        np.take(np.ascontiguousarray(d_data).view(word), codes, out=out, mode="clip")
+        return offsets, out.view(_U8)
+    ot: np.dtype[Any]
+    if narrow:  # 32-bit offsets straight from Arrow: no conversion pass
+        atype, ot, d_off = pa.binary(), np.dtype(np.int32), d_off.astype(np.int32)
+    else:
+        atype, ot = pa.large_binary(), _I64
+    darr = pa.Array.from_buffers(
+        atype, len(lens), [None, pa.py_buffer(d_off), pa.py_buffer(d_data)]
+    )
+    res = pc.take(darr, pa.array(codes), boundscheck=False)
+    bufs = res.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=ot, count=count + 1, offset=ot.itemsize * res.offset)
+    start = int(offsets[0])
+    total = int(offsets[-1]) - start
+    data = np.frombuffer(bufs[2], _U8) if bufs[2] is not None else np.empty(0, _U8)
+    data = data[start : start + total]
+    return (offsets - start if start else offsets), data
 
 
 def describe_plain(mv: memoryview, depth: int, describe: Describer) -> str:

@@ -7,7 +7,10 @@ Public API (the container in :mod:`arcticlite.format` codes against exactly this
 - :func:`encode_binary` / :func:`decode_binary` for variable-length values given as Arrow
   offsets + data bytes;
 - :func:`describe` names the cascade of a blob (``"delta+for+bitpack(11)+zstd"``);
-- :data:`ENCODING_NAMES` maps encoding ids to names.
+- :data:`ENCODING_NAMES` maps encoding ids to names;
+- for writers encoding many float pages: :func:`incompressible_many` runs the
+  incompressibility test of :func:`encode_fixed` on all of them at once, and
+  :func:`plain_parts` gives the PLAIN blob of a page it marks as buffers (no copy).
 
 Encoding is chosen per call, BtrBlocks-style: a sample of 16 runs of 64 values spread over the
 array estimates the size of every scheme (recursing into the children of cascading schemes, at
@@ -146,12 +149,22 @@ __all__ = [
     "describe",
     "encode_binary",
     "encode_fixed",
+    "incompressible_many",
+    "plain_parts",
 ]
 
 _NUMERIC_KINDS = "iuf"
 
 
+_READY_DTYPES = frozenset(np.dtype(f"<{k}{n}") for k in "iu" for n in (1, 2, 4, 8)) \
+    | {np.dtype("<f4"), np.dtype("<f8")}
+"""Dtypes :func:`encode_fixed` takes as they are (contiguous 1-D arrays need no conversion)."""
+
+
 def _as_fixed_input(values: np.ndarray) -> np.ndarray:
+    if type(values) is np.ndarray and values.ndim == 1 and values.dtype in _READY_DTYPES \
+            and values.flags.c_contiguous:
+        return values
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"encode_fixed needs a 1-D array, got {arr.ndim}-D")
@@ -168,7 +181,7 @@ def _as_fixed_input(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes:
+def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bool = True) -> bytes:
     """Encode a 1-D numeric array into a self-describing blob.
 
     Parameters
@@ -178,6 +191,10 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
         timedelta64 are accepted and stored as their integer view).
     allow_compression : bool, default True
         Whether ZSTD/LZ4 may be applied on top of the lightweight encoding.
+    gate : bool, default True
+        Whether to run the incompressibility test on floats. Callers that already ran it
+        (:func:`incompressible_many` returned False for ``values``) pass False: the blob is
+        the same, the test is not paid twice.
 
     Returns
     -------
@@ -189,14 +206,16 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True) -> bytes
     if n <= 1:
         return encode_plain(x)
     floats = x if x.dtype.kind == "f" else None
+    if gate and floats is not None and n >= GATE_MIN and _incompressible_floats(floats):
+        # measured floats: no cascade or codec would save 10 % (and a passing sample holds
+        # two distinct values, so the array is not constant either)
+        return encode_plain(x)
     xi = x.view(unsigned_of(x.dtype)) if floats is not None else x
     if is_constant(xi):
         return bytes((CONSTANT,)) + xi[:1].tobytes()
     if n <= TINY_ARRAY:
         # a handful of values (a small append): choosing a cascade costs more than it saves
         return encode_plain(x)
-    if floats is not None and n >= GATE_MIN and _incompressible_floats(floats):
-        return encode_plain(x)  # measured floats: no cascade or codec would save 10 %
     if not allow_compression:
         return encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)[0]
     if n > WHOLE_CHOICE_LIMIT:
@@ -217,22 +236,81 @@ def _incompressible_floats(xf: np.ndarray) -> bool:
     the middle, not monotonic, zstd saves less than 8 %, and not short decimals. Costs
     ~50 us instead of trying every cascade (~1 ms a page). (On such samples zstd saves about
     1 % less than on the whole array, so 8 % keeps every array that could pass the 10 % rule.)"""
+    return bool(_incompressible_samples([_gate_sample(xf)])[0])
+
+
+def _gate_sample(xf: np.ndarray) -> np.ndarray:
+    """The contiguous 4 KiB from the middle of ``xf`` that the incompressibility test reads
+    (little-endian, as :func:`encode_fixed` tests and stores it)."""
     mid = len(xf) // 2
     s = xf[mid : mid + _GATE_SAMPLE_BYTES // xf.itemsize]
-    with np.errstate(invalid="ignore"):
-        d = np.diff(s)
-        if np.all(d >= 0) or np.all(d <= 0):
-            return False
-    raw = s.tobytes()
-    if len(_GATE_CODEC.compress(raw, asbytes=True)) <= 0.92 * len(raw):
-        return False  # a codec may save 10 % on the whole array: try everything
-    head = s[:16].astype(np.float64)
+    if s.dtype.byteorder == ">":
+        return s.astype(s.dtype.newbyteorder("<"))
+    return np.ascontiguousarray(s)
+
+
+#: The order test first looks at this many leading values of each sample (all at once);
+#: only samples monotonic over them are checked in full.
+_GATE_HEAD = 17
+
+
+def _incompressible_samples(samples: list[np.ndarray]) -> np.ndarray:
+    """The incompressibility test of :func:`_incompressible_floats` on each sample (1-D
+    contiguous float arrays of one dtype and at least ``_GATE_HEAD`` values).
+
+    The order and decimal tests run on the heads of all samples at once: a sample whose head
+    is not monotonic is not monotonic, and the decimal test reads 16 values. zstd (the costly
+    part, ~20 us a call whatever the size) runs only on the samples that pass both.
+    """
+    heads = np.stack([s[:_GATE_HEAD] for s in samples])
     with np.errstate(all="ignore"):
-        scaled = head[None, :] * _GATE_POWERS
+        d = np.diff(heads, axis=1)
+        monotonic = np.logical_or((d >= 0).all(axis=1), (d <= 0).all(axis=1))
+        for i in np.flatnonzero(monotonic).tolist():  # rare: confirm on the whole sample
+            ds = np.diff(samples[i])
+            monotonic[i] = bool(np.all(ds >= 0) or np.all(ds <= 0))
+        head = heads[:, :16].astype(np.float64)
+        scaled = head[:, None, :] * _GATE_POWERS
         back = np.rint(scaled) / _GATE_POWERS
-    if (back == head[None, :]).all(axis=1).any():
-        return False  # short decimals: decimal scaling may win
-    return True
+    short_decimals = (back == head[:, None, :]).all(axis=2).any(axis=1)
+    out = ~(monotonic | short_decimals)
+    for i in np.flatnonzero(out).tolist():
+        s = samples[i]
+        if _GATE_CODEC.compress(s).size <= 0.92 * s.nbytes:
+            out[i] = False  # a codec may save 10 % on the whole array: try everything
+    return out
+
+
+def incompressible_many(arrays: list[np.ndarray]) -> np.ndarray:
+    """For each array, whether :func:`encode_fixed` stores it PLAIN because of its
+    incompressibility test (float arrays of at least ``GATE_MIN`` values only; False for
+    every other array). The test runs on all samples at once, so a writer with thousands of
+    float pages checks them in bulk.
+
+    An array marked True encodes to exactly :func:`plain_parts` of it; one marked False can be
+    passed to ``encode_fixed(..., gate=False)``, which then skips the test.
+    """
+    out = np.zeros(len(arrays), dtype=bool)
+    groups: dict[np.dtype, tuple[list[int], list[np.ndarray]]] = {}
+    for i, a in enumerate(arrays):
+        if a.ndim == 1 and a.dtype.kind == "f" and a.dtype.itemsize in (4, 8) \
+                and len(a) >= GATE_MIN:
+            s = _gate_sample(a)
+            idx, samples = groups.setdefault(s.dtype, ([], []))
+            idx.append(i)
+            samples.append(s)
+    for idx, samples in groups.values():
+        out[idx] = _incompressible_samples(samples)
+    return out
+
+
+_PLAIN_ID = bytes((PLAIN,))
+
+
+def plain_parts(values: np.ndarray) -> tuple[bytes, memoryview]:
+    """The PLAIN blob of ``values`` as two buffers, the id byte and the values' bytes (a
+    byte view, no copy), e.g. for ``os.writev``."""
+    return _PLAIN_ID, _as_fixed_input(values).view(np.uint8).data
 
 
 #: At most this many values are stored plain (or constant) without trying cascades.
@@ -550,8 +628,8 @@ def decode_binary(
     if count < 0:
         raise ValueError("count must be >= 0")
     try:
-        offsets, data = _bin.decode_binary(region(blob), count, 0, _decode)
-        if odt.itemsize == 4:
+        offsets, data = _bin.decode_binary(region(blob), count, 0, _decode, odt)
+        if offsets.dtype != odt:
             if len(data) > np.iinfo(np.int32).max:
                 raise InvalidFileError("binary data too large for int32 offsets")
             offsets = offsets.astype(odt)

@@ -2,14 +2,25 @@
 
 Rows are buffered into stripes; each stripe is decomposed into per-node streams, cut into
 pages (default 512 KiB of raw values), encoded (``_encodings``), checksummed and appended to
-the sink. The metadata (CMBs, schema entries, name index, CIT, footer) stays in memory until
-:meth:`FermionWriter.close` writes it after the data.
+the sink. The metadata stays in memory as flat page and chunk records until
+:meth:`FermionWriter.close`, which builds every CMB at once and writes the CMBs, schema
+entries, name index, CIT and footer after the data.
+
+Cost model: a wide table (thousands of one-page columns) must not pay per-column Python work
+beyond cutting its pages and running one page job. So the incompressibility test of all float
+pages of a stripe runs in bulk (``_encodings.incompressible_many``); a page it marks is written
+straight from the Arrow buffer (``_encodings.plain_parts`` and ``os.writev``: no blob is
+built); and the CMBs of all columns are assembled by array operations over all page and chunk
+records (``_build_cmbs``), not column by column.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import os
-from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,10 +28,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.format import _codec
 from arcticlite.format import _layout as L
+from arcticlite.format._encodings import incompressible_many, plain_parts
 from arcticlite.format._parallel import run_jobs
 from arcticlite.format._types import (
     BINARY,
@@ -40,7 +53,8 @@ from arcticlite.format._types import (
 )
 
 DEFAULT_STRIPE_ROWS = 1 << 20
-_ZERO8 = b"\0" * 8
+_GROUP_BYTES = 8 << 20
+"""Raw bytes of the pages encoded (and handed to the sink) together."""
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -79,14 +93,10 @@ def _ffill(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return values[idx]
 
 
-def _stat_bytes(v: Any, kind: str) -> bytes:
-    if kind == "i":
-        return np.int64(v).tobytes()
-    if kind == "u":
-        return np.uint64(v).tobytes()
-    if kind == "f":
-        return np.float64(v).tobytes()
-    return np.uint64(v).tobytes()
+_STAT_TYPES: dict[str, type[np.generic]] = {"i": np.int64, "u": np.uint64, "f": np.float64}
+"""The 8-byte type statistics of each kind are stored as (docs/format.md, Statistics)."""
+_KIND_CODES = {"": 0, "i": 1, "u": 2, "f": 3}
+_CODE_DTYPES = {1: np.dtype("<i8"), 2: np.dtype("<u8"), 3: np.dtype("<f8")}
 
 
 def prefix64(b: bytes) -> int:
@@ -95,13 +105,15 @@ def prefix64(b: bytes) -> int:
 
 
 def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int = 0,
-          allowed: np.ndarray | None = None) -> np.ndarray:
+          allowed: np.ndarray | None = None) -> list[int]:
     """Page boundaries ``[0, ..., n]`` for ``n`` items (batch boundaries in ``allowed``)."""
     if n == 0:
-        return np.zeros(1, dtype=np.int64)
+        return [0]
     per_page = max(1, per_page)
     if cum is None and allowed is None:
-        return np.append(np.arange(0, n, per_page, dtype=np.int64), n)
+        if n <= per_page:
+            return [0, n]
+        return [*range(0, n, per_page), n]
     cuts = [0]
     pos = 0
     while pos < n:
@@ -119,37 +131,198 @@ def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int =
             target = c
         cuts.append(target)
         pos = target
-    return np.asarray(cuts, dtype=np.int64)
+    return cuts
+
+
+def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(a) + 1, dtype=np.int64)
+    np.cumsum(a, out=out[1:])
+    return out
+
+
+def _ragged(base: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concat([base[i] + arange(counts[i]) for i])`` without a Python loop."""
+    total = int(counts.sum())
+    starts = _exclusive_cumsum(counts)[:-1]
+    return np.repeat(base - starts, counts) + np.arange(total, dtype=np.int64)
+
+
+def _put(area: np.ndarray, word: np.ndarray, records: np.ndarray) -> None:
+    """Store ``records`` (structs of a multiple of 8 bytes) at the word offsets ``word`` of
+    the ``uint64`` array ``area``."""
+    if len(records):
+        w = records.dtype.itemsize // 8
+        area[word[:, None] + np.arange(w)] = records.view("<u8").reshape(len(records), w)
+
+
+# ----------------------------------------------------------------------------- output
+class _Sink:
+    """The writer's output: buffers are gathered and written in few large calls.
+
+    :meth:`add` keeps the buffers it is given (no copy) until they are written, so page values
+    go from the Arrow buffers to the file without an intermediate blob. A file the writer
+    opened itself is written with ``os.writev``; once ``FLUSH_BYTES`` are gathered they are
+    handed to a background thread (created on the first such write, so small files never start
+    one), which writes in order while the writer encodes the next pages. :meth:`flush` writes
+    the rest and waits: the writer calls it before ``write``/``append_batch`` return, so no
+    reference to the caller's data outlives the call. Another file object gets one ``write``
+    of the joined buffers per flush; the memory sink keeps joined chunks.
+    """
+
+    FLUSH_BYTES = 8 << 20
+    MAX_PARTS = 1000  # under IOV_MAX (1024 on Linux) buffers per writev
+
+    def __init__(self, file: Any, vectored: bool) -> None:
+        self.file = file  # None: memory
+        self.vectored = vectored
+        self.pos = 0
+        self._parts: list[Any] = []
+        self._pending = 0
+        self._chunks: list[bytes] = []
+        self._io: ThreadPoolExecutor | None = None
+        self._inflight: list[Future[None]] = []
+
+    def add(self, data: bytes | memoryview) -> int:
+        """Append ``data`` (bytes or a byte-format memoryview); return its offset."""
+        off = self.pos
+        n = len(data)
+        self._parts.append(data)
+        self.pos += n
+        self._pending += n
+        if self._pending >= self.FLUSH_BYTES or len(self._parts) >= self.MAX_PARTS:
+            self._write(background=True)
+        return off
+
+    def add_parts(self, parts: tuple[Any, ...]) -> int:
+        """Append the buffers of one blob; return the blob's offset."""
+        off = self.pos
+        for p in parts:
+            self.add(p)
+        return off
+
+    def start(self) -> None:
+        """Start writing everything gathered (in the background for a writer-owned file)."""
+        self._write(background=True)
+
+    def flush(self) -> None:
+        """Write everything gathered and wait until every background write is done."""
+        self._write(background=False)
+        self._wait()
+
+    def _write(self, background: bool) -> None:
+        parts = self._parts
+        if not parts:
+            return
+        self._parts, self._pending = [], 0
+        if self.file is None:
+            self._chunks.append(b"".join(parts))
+        elif self.vectored:
+            if background:
+                if self._io is None:
+                    self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fermion-io")
+                self._inflight.append(self._io.submit(_writev_all, self.file, parts))
+                return
+            self._wait()
+            _writev_all(self.file, parts)
+        else:
+            self.file.write(parts[0] if len(parts) == 1 else b"".join(parts))
+
+    def _wait(self) -> None:
+        inflight, self._inflight = self._inflight, []
+        for fut in inflight:
+            fut.result()
+
+    def shutdown(self) -> None:
+        """Wait for background writes (ignoring their errors: the caller is failing or has
+        already seen them) and stop the background thread."""
+        for fut in self._inflight:
+            fut.exception()
+        self._inflight = []
+        if self._io is not None:
+            self._io.shutdown(wait=True)
+            self._io = None
+
+    def getvalue(self) -> bytes:
+        self.flush()
+        out = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        self._chunks = []
+        return out
+
+
+def _writev_all(file: Any, parts: list[Any]) -> None:
+    """``os.writev`` every byte of ``parts`` to ``file`` (resuming after short writes)."""
+    fd = file.fileno()
+    for i in range(0, len(parts), _Sink.MAX_PARTS):
+        batch = parts[i : i + _Sink.MAX_PARTS]
+        left = sum(len(p) for p in batch)
+        while left:
+            done = os.writev(fd, batch)
+            left -= done
+            if not left:
+                break
+            k = 0
+            while done >= len(batch[k]):
+                done -= len(batch[k])
+                k += 1
+            batch = [memoryview(batch[k])[done:], *batch[k + 1 :]]
+
+
+def _groups(weights: list[int], size: int) -> list[tuple[int, int]]:
+    """Split jobs into consecutive groups of about ``size`` total weight."""
+    if not weights:
+        return []
+    cw = np.cumsum(weights)
+    cuts = np.unique(np.searchsorted(cw, np.arange(size, int(cw[-1]), size), side="left") + 1)
+    bounds = [0, *cuts[cuts < len(weights)].tolist(), len(weights)]
+    return list(itertools.pairwise(bounds))
 
 
 # ----------------------------------------------------------------------------- state
-@dataclass(slots=True)
-class _Chunk:
-    item_count: int
-    null_count: int
-    flags: int
-    pages: list[dict[str, Any]] = field(default_factory=list)
-    offset: int = 0
-    length: int = 0
-
-
 @dataclass(slots=True)
 class _Column:
     field: pa.Field
     nodes: list[Node]
     streams: list[StreamSpec]
-    chunks: list[list[_Chunk]]  # per stream, per stripe
-    node_lengths: list[list[int]]  # per stripe, per node
+    stream_base: int  # index of the column's first stream among all streams of the file
+    node_lengths: list[list[int]] = field(default_factory=list)  # per stripe, per node
     null_count: int = 0
 
 
-@dataclass(slots=True)
-class _PageJob:
-    col: int
-    stream: int
-    chunk: _Chunk
-    make: Callable[[], tuple[bytes, dict[str, Any]]]
-    weight: int
+@functools.lru_cache(maxsize=4096)
+def _stream_layout(t: pa.DataType) -> tuple[tuple[int, ...], ...]:
+    """(stream_type, node, kind, dtype_code) of each stream of a column of type ``t``."""
+    nodes, streams = build_nodes(t)
+    node_of = [0] * len(streams)
+    for nd in nodes:
+        for s in nd.streams:
+            node_of[s] = nd.index
+    return (tuple(s.stream_type for s in streams), tuple(node_of),
+            tuple(s.kind for s in streams), tuple(s.dtype_code for s in streams))
+
+
+_BATCH_LAYOUT = ((L.STREAM_BATCH_META,) * 2, (0, 0), (L.KIND_FIXED,) * 2,
+                 (L.DTYPE_CODES["int64"],) * 2)
+
+
+class _StripeWork:
+    """What decomposing one stripe produces: chunk counts per stream and the page jobs."""
+
+    __slots__ = ("items", "nulls", "flags", "streams", "jobs", "weights", "floats", "float_at")
+
+    def __init__(self, num_streams: int) -> None:
+        self.items = [0] * num_streams
+        self.nulls = [0] * num_streams
+        self.flags = [0] * num_streams
+        self.streams: list[int] = []  # stream of each page job
+        self.jobs: list[Any] = []
+        self.weights: list[int] = []
+        self.floats: list[_FixedPage] = []  # float pages: candidates of the bulk gate
+        self.float_at: list[int] = []  # their job indices
+
+    def add(self, stream: int, job: Any, weight: int) -> None:
+        self.streams.append(stream)
+        self.jobs.append(job)
+        self.weights.append(weight)
 
 
 class FermionWriter:
@@ -185,49 +358,43 @@ class FermionWriter:
         self.page_size = int(page_size)
         self.stripe_rows = int(stripe_rows)
         self.parallel = parallel
-        self._parts: list[bytes] | None = None
         self._file: Any = None
         self._own_file = False
-        if sink is None:
-            self._parts = []
-        elif isinstance(sink, str | os.PathLike):
-            self._file = open(Path(sink), "wb")  # noqa: SIM115 - closed in close()
+        vectored = False
+        if isinstance(sink, str | os.PathLike):
+            vectored = hasattr(os, "writev")  # unbuffered: the sink gathers buffers for writev
+            self._file = open(Path(sink), "wb", buffering=0 if vectored else -1)  # noqa: SIM115 - closed in close()
             self._own_file = True
-        else:
+        elif sink is not None:
             self._file = sink
-        self._pos = 0
+        self._out = _Sink(self._file, vectored)
         self._schema: pa.Schema | None = None
         self._columns: list[_Column] = []
+        self._num_streams = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_batches: list[tuple[int, int]] = []
         self._batch_mode: bool | None = None
-        self._batch_ids: list[int] = []
-        self._batch_lens: list[int] = []
         self._batch_stripes: list[tuple[np.ndarray, np.ndarray]] = []
         self._next_batch_id = 0
         self._num_rows = 0
         self._stripe_rows_list: list[int] = []
+        # per stripe: (3, streams) item/null counts and flags of every chunk
+        self._chunk_counts: list[np.ndarray] = []
+        # per group of pages: (stripe, stream, PageMeta records, statistics kind codes)
+        self._page_recs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._closed = False
-        self._emit(L.MAGIC + np.array([L.VERSION_MAJOR, L.VERSION_MINOR], "<u2").tobytes())
+        self._out.add(L.MAGIC + np.array([L.VERSION_MAJOR, L.VERSION_MINOR], "<u2").tobytes())
         if schema is not None:
             self._set_schema(schema)
 
     # -------------------------------------------------------------- input
-    def _emit(self, data: bytes | memoryview) -> int:
-        off = self._pos
-        if self._parts is not None:
-            self._parts.append(bytes(data))
-        else:
-            self._file.write(data)
-        self._pos += len(data)
-        return off
-
     def _set_schema(self, schema: pa.Schema) -> None:
         self._schema = schema
         for f in schema:
             nodes, streams = build_nodes(f.type)
-            self._columns.append(_Column(f, nodes, streams, [[] for _ in streams], []))
+            self._columns.append(_Column(f, nodes, streams, self._num_streams))
+            self._num_streams += len(streams)
 
     def _check(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
         if self._closed:
@@ -274,7 +441,8 @@ class FermionWriter:
         return bid
 
     # -------------------------------------------------------------- stripes
-    def _flush(self, nrows: int) -> None:
+    def _flush(self, nrows: int, wait: bool = True) -> None:
+        """Write the first ``nrows`` buffered rows as a stripe (``wait``: see _write_stripe)."""
         if not self._pending:
             return
         if not self._columns:  # pyarrow slices/concatenates 0-column tables wrongly: count rows
@@ -292,36 +460,72 @@ class FermionWriter:
             self._pending_batches = []
             self._batch_stripes.append((ids, lens))
             allowed = np.unique(np.concatenate([[0], np.cumsum(lens)]))
-        self._write_stripe(stripe, allowed)
+        self._write_stripe(stripe, allowed, wait)
 
-    def _write_stripe(self, table: pa.Table, allowed: np.ndarray | None) -> None:
+    def _write_stripe(self, table: pa.Table, allowed: np.ndarray | None, wait: bool = True) -> None:
+        """Encode and write one stripe. With ``wait`` (every stripe but the one close() writes
+        last) all of its pages are written before returning, since they may point into the
+        caller's buffers; close() instead builds the metadata while the last pages are written.
+        """
         n = table.num_rows
-        jobs: list[_PageJob] = []
+        work = _StripeWork(self._num_streams)
         for ci, col in enumerate(self._columns):
             ca = table.column(ci)
             arr = ca.combine_chunks() if ca.num_chunks != 1 else ca.chunk(0)
             col.null_count += arr.null_count
             lengths = [0] * len(col.nodes)
-            for s in range(len(col.streams)):
-                col.chunks[s].append(_Chunk(0, 0, 0))
-            self._decompose(ci, col, 0, arr, allowed, lengths, jobs)
+            self._decompose(col, 0, arr, allowed, lengths, work)
             col.node_lengths.append(lengths)
-        results = run_jobs([j.make for j in jobs], [j.weight for j in jobs], parallel=self.parallel)
-        for job, (blob, meta) in zip(jobs, results, strict=True):
-            off = self._emit(blob)
-            if not job.chunk.pages:
-                job.chunk.offset = off
-            job.chunk.length += len(blob)
-            meta["offset"] = off
-            meta["length"] = len(blob)
-            meta["checksum"] = L.checksum(blob)
-            meta["encoding"] = blob[0] if blob else 0
-            job.chunk.pages.append(meta)
+        stripe = len(self._stripe_rows_list)
+        try:
+            # groups of pages: the sink writes one group while the next is encoded
+            for a, b in _groups(work.weights, _GROUP_BYTES):
+                fa, fb = bisect.bisect_left(work.float_at, a), bisect.bisect_left(work.float_at, b)
+                if fb > fa:
+                    floats = work.floats[fa:fb]
+                    plain = incompressible_many([j.vals for j in floats])
+                    for job in itertools.compress(floats, plain.tolist()):
+                        job.plain = True
+                # a page stored plain costs a min/max and a checksum: not worth a thread hand-off
+                weights = [0 if type(j) is _FixedPage and j.plain else w
+                           for j, w in zip(work.jobs[a:b], work.weights[a:b], strict=True)]
+                results = run_jobs(work.jobs[a:b], weights, parallel=self.parallel)
+                self._record_pages(stripe, work.streams[a:b], results)
+            if wait:
+                self._out.flush()
+            else:
+                self._out.start()
+        except BaseException:
+            self._out.shutdown()
+            raise
+        self._chunk_counts.append(np.array([work.items, work.nulls, work.flags], dtype=np.int64))
         self._stripe_rows_list.append(n)
         self._num_rows += n
 
-    def _decompose(self, ci: int, col: _Column, ni: int, arr: pa.Array,
-                   allowed: np.ndarray | None, lengths: list[int], jobs: list[_PageJob]) -> None:
+    def _record_pages(self, stripe: int, streams: list[int], results: list[_PageOut]) -> None:
+        """Append the pages' blobs to the sink and keep their PageMeta records."""
+        if not results:
+            return
+        add = self._out.add_parts
+        offsets = [add(r[0]) for r in results]
+        _, length, checksum, encoding, raw, items, nulls, flags, minmax, kind = zip(*results, strict=True)
+        n = len(results)
+        rec = np.zeros(n, dtype=L.PAGE_DTYPE)
+        rec["offset"] = offsets
+        rec["checksum"] = np.fromiter(checksum, dtype=np.uint64, count=n)
+        rec["length"] = length
+        rec["raw_length"] = raw
+        rec["item_count"] = items
+        rec["null_count"] = nulls
+        rec["flags"] = flags
+        rec["encoding"] = encoding
+        words = rec.view("<u8").reshape(n, L.PAGE_DTYPE.itemsize // 8)
+        words[:, 2:4] = np.frombuffer(b"".join(minmax), dtype="<u8").reshape(n, 2)  # min, max
+        self._page_recs.append((np.full(n, stripe, dtype=np.int64), np.array(streams, dtype=np.int64),
+                                rec, np.array(kind, dtype=np.uint8)))
+
+    def _decompose(self, col: _Column, ni: int, arr: pa.Array, allowed: np.ndarray | None,
+                   lengths: list[int], work: _StripeWork) -> None:
         node = col.nodes[ni]
         n = len(arr)
         lengths[ni] = n
@@ -329,15 +533,15 @@ class FermionWriter:
             return
         valid = _validity(arr)
         nulls = arr.null_count
-        vchunk = col.chunks[node.streams[0]][-1]
-        vchunk.item_count, vchunk.null_count = n, nulls
-        for s in node.streams[1:]:
-            c = col.chunks[s][-1]
-            c.item_count, c.null_count = n, nulls
+        base = col.stream_base
+        for s in node.streams:
+            work.items[base + s] = n
+            work.nulls[base + s] = nulls
+        vstream = base + node.streams[0]
         if n and nulls == n:
-            vchunk.flags = L.FLAG_ALL_NULL
+            work.flags[vstream] = L.FLAG_ALL_NULL
             return
-        vchunk.flags = L.FLAG_ALL_VALID if valid is None else 0
+        work.flags[vstream] = L.FLAG_ALL_VALID if valid is None else 0
         ps = self.page_size
         t = node.type
         off = arr.offset
@@ -374,48 +578,49 @@ class FermionWriter:
         if valid is not None and node.kind in (FIXED, DICT):
             vals = _ffill(vals, valid)
         # ---- page jobs
+        floats = node.kind == FIXED and vals.dtype.kind == "f"
+        stats = node.stats if node.kind == FIXED else ""
         for s in node.streams:
-            spec = col.streams[s]
-            chunk = col.chunks[s][-1]
-            if spec.stream_type == L.STREAM_VALIDITY and valid is None:
+            validity = col.streams[s].stream_type == L.STREAM_VALIDITY
+            if validity and valid is None:
                 continue
-            for p in range(len(cuts) - 1):
-                r0, r1 = int(cuts[p]), int(cuts[p + 1])
+            g = base + s
+            for r0, r1 in itertools.pairwise(cuts):
                 vslice = None if valid is None else valid[r0:r1]
-                if spec.stream_type == L.STREAM_VALIDITY:
-                    make = _job_bitmap(vslice, r0, r1, vslice)
-                    w = (r1 - r0) // 8
+                job: Any
+                if validity:
+                    job, w = _BitmapPage(vslice, vslice), (r1 - r0) // 8
                 elif node.kind == BINARY:
-                    make = _job_binary(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), r0, r1, vslice)
                     assert cum is not None
+                    job = _BinaryPage(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), vslice)
                     w = int(cum[r1] - cum[r0])
                 elif node.kind == BOOL:
-                    make = _job_bitmap(vals[r0:r1], r0, r1, vslice)
-                    w = (r1 - r0) // 8
+                    job, w = _BitmapPage(vals[r0:r1], vslice), (r1 - r0) // 8
                 elif node.kind == BYTES:
-                    make = _job_fixed(vals[r0 * node.width : r1 * node.width], "", r0, r1, vslice,
-                                      r1 - r0)
+                    job = _FixedPage(vals[r0 * node.width : r1 * node.width], "", vslice, r1 - r0)
                     w = (r1 - r0) * node.width
                 else:
-                    make = _job_fixed(vals[r0:r1], node.stats if node.kind == FIXED else "", r0, r1,
-                                      vslice, r1 - r0)
+                    job = _FixedPage(vals[r0:r1], stats, vslice, r1 - r0)
                     w = (r1 - r0) * vals.itemsize
-                jobs.append(_PageJob(ci, s, chunk, make, w))
+                    if floats:
+                        work.floats.append(job)
+                        work.float_at.append(len(work.jobs))
+                work.add(g, job, w)
         # ---- children
         if node.kind == LIST:
-            base, end = int(offs[0]), int(offs[-1])
-            child = arr.values.slice(base, end - base)
-            callowed = None if allowed is None else np.unique(offs[allowed] - base)
-            self._decompose(ci, col, node.children[0], child, callowed, lengths, jobs)
+            base_off, end = int(offs[0]), int(offs[-1])
+            child = arr.values.slice(base_off, end - base_off)
+            callowed = None if allowed is None else np.unique(offs[allowed] - base_off)
+            self._decompose(col, node.children[0], child, callowed, lengths, work)
         elif node.kind == FSL:
             child = arr.values.slice(off * node.width, n * node.width)
             callowed = None if allowed is None else allowed * node.width
-            self._decompose(ci, col, node.children[0], child, callowed, lengths, jobs)
+            self._decompose(col, node.children[0], child, callowed, lengths, work)
         elif node.kind == STRUCT:
             for i, kid in enumerate(node.children):
-                self._decompose(ci, col, kid, arr.field(i), allowed, lengths, jobs)
+                self._decompose(col, kid, arr.field(i), allowed, lengths, work)
         elif node.kind == DICT:
-            self._decompose(ci, col, node.children[0], arr.dictionary, None, lengths, jobs)
+            self._decompose(col, node.children[0], arr.dictionary, None, lengths, work)
 
     # -------------------------------------------------------------- close
     def close(self) -> bytes | None:
@@ -425,41 +630,48 @@ class FermionWriter:
         if self._schema is None:
             self._set_schema(pa.schema([]))
         if self._pending_rows or self._pending_batches:
-            self._flush(self._pending_rows)
+            self._flush(self._pending_rows, wait=False)
         self._closed = True
-        batch_chunks = self._write_batch_pages() if self._batch_mode else None
-        data_end = self._pos
-        cmbs: list[tuple[int, int, int, int]] = []  # offset, length, checksum, flags
-        for col in self._columns:
-            cmbs.append(self._write_cmb(col))
-        if batch_chunks is not None:
-            cmbs.append(self._write_batch_cmb(batch_chunks))
-        cmb_end = self._pos
-        schema_off = self._pos
-        fields: list[tuple[int, int, int]] = []
-        for col in self._columns:
-            blob = serialize_field(col.field)
-            fields.append((self._emit(blob), len(blob), L.checksum(blob)))
+        out = self._out
         if self._batch_mode:
-            blob = serialize_field(pa.field("__batch_meta__", pa.int64()))
-            fields.append((self._emit(blob), len(blob), L.checksum(blob)))
+            self._write_batch_pages()
+        data_end = out.pos
+        entries = [(c.field, _stream_layout(c.field.type), len(c.nodes), c.node_lengths,
+                    c.null_count) for c in self._columns]
+        if self._batch_mode:
+            entries.append((pa.field("__batch_meta__", pa.int64()), _BATCH_LAYOUT, 1,
+                            [[len(ids)] for ids, _ in self._batch_stripes], 0))
+        area, cmb_start, cmb_len, cmb_sum = self._build_cmbs(entries)
+        out.add(area)
+        schema_off = out.pos
+        blobs = [serialize_field(e[0]) for e in entries]
+        field_len = np.array([len(b) for b in blobs], dtype=np.int64)
+        field_sum = np.fromiter((L.checksum(b) for b in blobs), dtype=np.uint64, count=len(blobs))
+        out.add(b"".join(blobs))
         meta_blob = serialize_schema_meta(self._schema.metadata if self._schema is not None else None)
-        meta_off = self._emit(meta_blob)
-        schema_len = self._pos - schema_off
+        meta_off = out.add(meta_blob)
+        schema_len = out.pos - schema_off
         ncols = len(self._columns)
         slots = self._name_index([c.field.name for c in self._columns])
-        name_off = self._emit(slots.tobytes())
-        cit = np.zeros(len(cmbs), dtype=L.CIT_DTYPE)
-        for i, ((co, cl, cc, cf), (fo, fl, fc)) in enumerate(zip(cmbs, fields, strict=True)):
-            cit[i] = (co, fo, cc, fc, 0, cl, fl, cf, 0, 0)
-        for i, col in enumerate(self._columns):
-            cit[i]["null_count"] = col.null_count
+        name_off = out.add(slots.tobytes())
+        cit = np.zeros(len(entries), dtype=L.CIT_DTYPE)
+        cit["cmb_offset"] = data_end + cmb_start
+        cit["cmb_length"] = cmb_len
+        cit["cmb_checksum"] = cmb_sum
+        cit["field_offset"] = schema_off + _exclusive_cumsum(field_len)[:-1]
+        cit["field_length"] = field_len
+        cit["field_checksum"] = field_sum
+        cit["null_count"] = [e[4] for e in entries]
+        if self._num_rows:
+            cit["flags"][:ncols] = np.where(cit["null_count"][:ncols] == self._num_rows, L.CIT_ALL_NULL, 0)
+        if self._batch_mode:
+            cit["flags"][ncols] = L.CIT_SYSTEM_BATCH_META
         cit["checksum"] = L.cit_entry_checksums(cit)
-        cit_off = self._emit(cit.tobytes())
+        cit_off = out.add(cit.tobytes())
         footer = np.zeros(1, dtype=L.FOOTER_DTYPE)
         f = footer[0]
         f["num_rows"] = self._num_rows
-        f["cmb_area_offset"], f["cmb_area_length"] = data_end, cmb_end - data_end
+        f["cmb_area_offset"], f["cmb_area_length"] = data_end, len(area)
         f["schema_offset"], f["schema_length"] = schema_off, schema_len
         f["schema_meta_offset"], f["schema_meta_length"] = meta_off, len(meta_blob)
         f["num_columns"] = ncols
@@ -472,11 +684,13 @@ class FermionWriter:
         f["version_major"], f["version_minor"] = L.VERSION_MAJOR, L.VERSION_MINOR
         f["footer_size"], f["magic"] = L.FOOTER_SIZE, L.MAGIC
         f["footer_checksum"] = L.footer_checksum(footer.tobytes())
-        self._emit(footer.tobytes())
-        if self._parts is not None:
-            out = b"".join(self._parts)
-            self._parts = []
-            return out
+        out.add(footer.tobytes())
+        if self._file is None:
+            return out.getvalue()
+        try:
+            out.flush()
+        finally:
+            out.shutdown()
         if self._own_file:
             self._file.close()
         else:
@@ -487,116 +701,189 @@ class FermionWriter:
         m = 2
         while m < 2 * len(names):
             m *= 2
-        slots = np.zeros(m, dtype=L.NAME_SLOT_DTYPE)
-        slots["column"] = L.EMPTY_SLOT
-        hashes = [L.name_hash(nm) for nm in names]
         mask = m - 1
+        hashes = [L.name_hash(nm) for nm in names]
+        column = [L.EMPTY_SLOT] * m
         for i, h in enumerate(hashes):
             j = h & mask
-            while slots[j]["column"] != L.EMPTY_SLOT:
+            while column[j] != L.EMPTY_SLOT:
                 j = (j + 1) & mask
-            slots[j]["hash"], slots[j]["column"] = h, i
-        slots["check"] = [L.slot_check(int(h), int(c)) for h, c in zip(slots["hash"], slots["column"], strict=True)]
+            column[j] = i
+        slots = np.zeros(m, dtype=L.NAME_SLOT_DTYPE)
+        slots["column"] = column
+        filled = np.flatnonzero(slots["column"] != L.EMPTY_SLOT)
+        slots["hash"][filled] = np.array(hashes, dtype=np.uint64)[slots["column"][filled]]
+        # the slot check (L.slot_check) hashes the slot's first 12 bytes: hash u64, column u32
+        raw = memoryview(slots.tobytes())
+        slots["check"] = np.fromiter((L.checksum(raw[i : i + 12]) & 0xFFFFFFFF
+                                      for i in range(0, 16 * m, 16)), dtype=np.uint32, count=m)
         return slots
 
-    def _cmb_bytes(self, streams: list[StreamSpec], chunks: list[list[_Chunk]],
-                   node_lengths: np.ndarray, num_nodes: int, stream_nodes: list[int]) -> bytes:
-        nstripes = len(self._stripe_rows_list)
-        nstreams = len(streams)
-        smeta = np.zeros(nstreams, dtype=L.STREAM_DTYPE)
-        full: list[int] = []
-        for s, spec in enumerate(streams):
-            cs = chunks[s]
-            smeta[s]["stream_type"], smeta[s]["node"] = spec.stream_type, stream_nodes[s]
-            smeta[s]["kind"], smeta[s]["dtype_code"] = spec.kind, spec.dtype_code
-            if spec.stream_type == L.STREAM_VALIDITY:
-                states = {c.flags & (L.FLAG_ALL_VALID | L.FLAG_ALL_NULL) for c in cs if c.item_count}
-                if states <= {L.FLAG_ALL_VALID}:
-                    smeta[s]["desc_type"] = L.DESC_USE_DEFAULT
-                    continue
-                if states == {L.FLAG_ALL_NULL}:
-                    smeta[s]["desc_type"] = L.DESC_FORCE_NULL
-                    continue
-            elif not any(c.pages for c in cs):
-                smeta[s]["desc_type"] = L.DESC_USE_DEFAULT
+    def _build_cmbs(self, entries: list[tuple[pa.Field, tuple[tuple[int, ...], ...], int,
+                                              list[list[int]], int]]
+                    ) -> tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]:
+        """Build the CMB of every CIT entry at once (docs/format.md §3).
+
+        ``entries`` holds per CIT entry its field, stream layout (:func:`_stream_layout`), node
+        count, node lengths per stripe and null count. Streams are numbered across entries
+        (entry ``e``'s streams follow entry ``e - 1``'s) and every stream has one chunk per
+        stripe, so chunk ``(g, t)`` sits at ``g * T + t`` of the (streams × stripes) arrays, in
+        CMB order. Returns the CMB area and, per entry, the CMB offset in the area, length and
+        checksum (an all-null column has no CMB: length 0 at the next CMB's offset).
+        """
+        T = len(self._stripe_rows_list)
+        E = len(entries)
+        n_streams = np.array([len(e[1][0]) for e in entries], dtype=np.int64)
+        n_nodes = np.array([e[2] for e in entries], dtype=np.int64)
+        G = int(n_streams.sum())
+        sbase = _exclusive_cumsum(n_streams)
+        entry_of = np.repeat(np.arange(E), n_streams)
+        stype, snode, skind, scode = (np.fromiter(itertools.chain.from_iterable(e[1][k] for e in entries),
+                                                  dtype=np.int64, count=G) for k in range(4))
+        # ---- chunks: (G, T) item/null counts and flags
+        counts = np.zeros((3, G, T), dtype=np.int64)
+        if T:
+            user = np.stack(self._chunk_counts, axis=2)  # (3, user streams, T)
+            counts[:, : user.shape[1]] = user
+            if self._batch_mode:
+                counts[0, user.shape[1] :] = [len(ids) for ids, _ in self._batch_stripes]
+        c_items, c_nulls, c_flags = counts[0], counts[1], counts[2]
+        # ---- pages, in CMB order: by chunk, then in order written
+        if self._page_recs:
+            p_stripe, p_stream, recs, p_kind = (np.concatenate(x) for x in zip(*self._page_recs, strict=True))
+        else:
+            p_stripe = p_stream = np.zeros(0, dtype=np.int64)
+            recs, p_kind = np.zeros(0, dtype=L.PAGE_DTYPE), np.zeros(0, dtype=np.uint8)
+        key = p_stream * T + p_stripe
+        order = np.argsort(key, kind="stable")
+        key, recs, p_kind = key[order], recs[order], p_kind[order]
+        n_pages = np.bincount(key, minlength=G * T)  # per chunk
+        pstart = _exclusive_cumsum(n_pages)  # first page of each chunk (+ end)
+        items = recs["item_count"].astype(np.int64)
+        icum = _exclusive_cumsum(items)
+        recs["first_item"] = icum[:-1] - icum[pstart[key]]
+        lcum = _exclusive_cumsum(recs["length"].astype(np.int64))
+        ck_length = lcum[pstart[1:]] - lcum[pstart[:-1]]
+        has_pages = n_pages > 0
+        ck_offset = np.zeros(G * T, dtype=np.uint64)
+        ck_offset[has_pages] = recs["offset"][pstart[:-1][has_pages]]
+        # chunk flags: HAS_NAN / PREFIX_STATS of its pages, HAS_STATS with min/max over them
+        ck_flags = c_flags.reshape(-1).copy()
+        p_flags = recs["flags"].astype(np.int64)
+        if len(recs):
+            ck_flags[has_pages] |= np.bitwise_or.reduceat(
+                p_flags & (L.FLAG_HAS_NAN | L.FLAG_PREFIX_STATS), pstart[:-1][has_pages])
+        ck_minmax = np.zeros((G * T, 2), dtype="<u8")
+        words = recs.view("<u8").reshape(len(recs), L.PAGE_DTYPE.itemsize // 8)
+        for code, dt in _CODE_DTYPES.items():
+            sel = np.flatnonzero(((p_flags & L.FLAG_HAS_STATS) != 0) & (p_kind == code))
+            if not len(sel):
                 continue
-            smeta[s]["desc_type"] = L.DESC_FULL
-            full.append(s)
-        npages = sum(len(c.pages) for s in full for c in chunks[s])
-        sec = L.cmb_sections(nstripes, num_nodes, nstreams, len(full) * nstripes, npages)
-        header = np.zeros(1, dtype=L.CMB_HEADER_DTYPE)
-        header[0] = (L.CMB_MAGIC, nstripes, nstreams, num_nodes, len(full) * nstripes, npages, 0)
-        stripes = np.array(self._stripe_rows_list, dtype="<u8")
-        cdesc = np.zeros(len(full) * nstripes, dtype=L.CHUNK_DTYPE)
-        pages = np.zeros(npages, dtype=L.PAGE_DTYPE)
-        ci = pi = 0
-        for s in full:
-            smeta[s]["chunks_offset"] = sec["chunks"][0] + ci * L.CHUNK_DTYPE.itemsize
-            kind = ""
-            for c in chunks[s]:
-                d = cdesc[ci]
-                d["offset"], d["length"] = c.offset, c.length
-                d["item_count"], d["null_count"] = c.item_count, c.null_count
-                d["num_pages"] = len(c.pages)
-                d["page_meta_offset"] = sec["pages"][0] + pi * L.PAGE_DTYPE.itemsize
-                flags = c.flags
-                mins, maxs = [], []
-                first = 0
-                for pm in c.pages:
-                    p = pages[pi]
-                    for k in ("offset", "checksum", "length", "raw_length", "item_count",
-                              "null_count", "flags", "encoding"):
-                        p[k] = pm[k]
-                    p["first_item"] = first
-                    first += pm["item_count"]
-                    p["min"], p["max"] = pm.get("min", _ZERO8), pm.get("max", _ZERO8)
-                    if pm["flags"] & L.FLAG_HAS_STATS:
-                        kind = pm["kind"]
-                        mins.append(pm["vmin"])
-                        maxs.append(pm["vmax"])
-                    flags |= pm["flags"] & (L.FLAG_HAS_NAN | L.FLAG_PREFIX_STATS)
-                    pi += 1
-                if mins:
-                    d["min"], d["max"] = _stat_bytes(min(mins), kind), _stat_bytes(max(maxs), kind)
-                    flags |= L.FLAG_HAS_STATS
-                d["flags"] = flags
-                ci += 1
-        return b"".join([header.tobytes(), stripes.tobytes(),
-                         np.ascontiguousarray(node_lengths, dtype="<u8").tobytes(),
-                         smeta.tobytes(), cdesc.tobytes(), pages.tobytes()])
+            ks = key[sel]
+            first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+            run = np.diff(np.r_[first, len(ks)])
+            pos = np.arange(len(ks))
+            for j, red in ((0, np.minimum), (1, np.maximum)):
+                bits = words[sel, 2 + j]
+                v = bits.view(dt)
+                best = np.repeat(red.reduceat(v, first), run)
+                # the first page holding the extreme gives the bits (0.0 and -0.0 tie)
+                at = np.minimum.reduceat(np.where(v == best, pos, len(ks)), first)
+                ck_minmax[ks[first], j] = bits[at]
+            ck_flags[ks[first]] |= L.FLAG_HAS_STATS
+        # ---- stream desc types
+        live = c_items > 0
+        state = c_flags & (L.FLAG_ALL_VALID | L.FLAG_ALL_NULL)
+        all_valid = np.all(~live | (state == L.FLAG_ALL_VALID), axis=1)
+        all_null = live.any(axis=1) & np.all(~live | (state == L.FLAG_ALL_NULL), axis=1)
+        paged = has_pages.reshape(G, T).any(axis=1)
+        desc = np.where(stype == L.STREAM_VALIDITY,
+                        np.where(all_valid, L.DESC_USE_DEFAULT,
+                                 np.where(all_null, L.DESC_FORCE_NULL, L.DESC_FULL)),
+                        np.where(paged, L.DESC_FULL, L.DESC_USE_DEFAULT))
+        # ---- CMB sizes and section offsets (bytes, relative to each CMB)
+        null_counts = np.array([e[4] for e in entries], dtype=np.int64)
+        has_cmb = np.ones(E, dtype=bool)
+        if self._num_rows:
+            has_cmb[: len(self._columns)] = null_counts[: len(self._columns)] != self._num_rows
+        full = (desc == L.DESC_FULL) & has_cmb[entry_of]
+        fcum = _exclusive_cumsum(full)
+        n_full = fcum[sbase[1:]] - fcum[sbase[:-1]]
+        n_pg = np.bincount(entry_of[key // T] if T else np.zeros(0, np.int64), minlength=E)
+        nl_off = 32 + 8 * T
+        st_off = nl_off + 8 * T * n_nodes
+        ck_off = st_off + 16 * n_streams
+        pg_off = ck_off + 64 * T * n_full
+        size = np.where(has_cmb, pg_off + 64 * n_pg, 0)
+        start = _exclusive_cumsum(size)
+        area = np.zeros(int(start[-1]) // 8, dtype="<u8")  # every section is 8-byte aligned
+        word = start[:-1] // 8
+        ids = np.flatnonzero(has_cmb)
+        # header, stripe rows, node lengths
+        hdr = np.zeros(len(ids), dtype=L.CMB_HEADER_DTYPE)
+        hdr["magic"] = L.CMB_MAGIC
+        hdr["num_stripes"] = T
+        hdr["num_streams"] = n_streams[ids]
+        hdr["num_nodes"] = n_nodes[ids]
+        hdr["num_chunks"] = n_full[ids] * T
+        hdr["num_pages"] = n_pg[ids]
+        _put(area, word[ids], hdr)
+        if T:
+            area[(word[ids] + 4)[:, None] + np.arange(T)] = self._stripe_rows_list
+            nl_count = T * n_nodes[ids]
+            nl = np.fromiter(itertools.chain.from_iterable(
+                itertools.chain.from_iterable(entries[e][3]) for e in ids.tolist()),
+                dtype=np.uint64, count=int(nl_count.sum()))
+            area[_ragged(word[ids] + nl_off // 8, nl_count)] = nl
+        # stream metas
+        gsel = np.flatnonzero(has_cmb[entry_of])
+        ge = entry_of[gsel]
+        smeta = np.zeros(len(gsel), dtype=L.STREAM_DTYPE)
+        smeta["desc_type"] = desc[gsel]
+        smeta["stream_type"] = stype[gsel]
+        smeta["node"] = snode[gsel]
+        smeta["kind"] = skind[gsel]
+        smeta["dtype_code"] = scode[gsel]
+        frank = fcum[gsel] - fcum[sbase[ge]]  # FULL streams before this one in its CMB
+        smeta["chunks_offset"] = np.where(full[gsel], ck_off[ge] + 64 * T * frank, 0)
+        _put(area, word[ge] + (st_off[ge] + 16 * (gsel - sbase[ge])) // 8, smeta)
+        # chunk descs of the FULL streams
+        fg = np.flatnonzero(full)
+        if T and len(fg):
+            ci = (fg[:, None] * T + np.arange(T)).reshape(-1)
+            ce = entry_of[ci // T]
+            page_base = _exclusive_cumsum(n_pg)[ce]  # the entry's first page (sorted order)
+            cdesc = np.zeros(len(ci), dtype=L.CHUNK_DTYPE)
+            cdesc["offset"] = ck_offset[ci]
+            cdesc["length"] = ck_length[ci]
+            cdesc["item_count"] = c_items.reshape(-1)[ci]
+            cdesc["null_count"] = c_nulls.reshape(-1)[ci]
+            cdesc["num_pages"] = n_pages[ci]
+            cdesc["page_meta_offset"] = pg_off[ce] + 64 * (pstart[ci] - page_base)
+            cdesc["flags"] = ck_flags[ci]
+            cw = cdesc.view("<u8").reshape(len(ci), L.CHUNK_DTYPE.itemsize // 8)
+            cw[:, 2:4] = ck_minmax[ci]
+            crank = (fcum[ci // T] - fcum[sbase[ce]]) * T + ci % T
+            _put(area, word[ce] + ck_off[ce] // 8 + 8 * crank, cdesc)
+        # page metas
+        if len(recs):
+            pe = entry_of[key // T]
+            prank = np.arange(len(recs)) - _exclusive_cumsum(n_pg)[pe]
+            _put(area, word[pe] + pg_off[pe] // 8 + 8 * prank, recs)
+        raw = area.data.cast("B")
+        sums = np.zeros(E, dtype=np.uint64)
+        sums[ids] = np.fromiter((L.checksum(raw[a : a + s])
+                                 for a, s in zip(start[ids].tolist(), size[ids].tolist(), strict=True)),
+                                dtype=np.uint64, count=len(ids))
+        return raw, start[:-1], size, sums
 
-    def _write_cmb(self, col: _Column) -> tuple[int, int, int, int]:
-        if self._num_rows and col.null_count == self._num_rows:
-            return self._pos, 0, 0, L.CIT_ALL_NULL
-        stream_nodes = [0] * len(col.streams)
-        for nd in col.nodes:
-            for s in nd.streams:
-                stream_nodes[s] = nd.index
-        nl = np.array(col.node_lengths, dtype=np.uint64).reshape(len(self._stripe_rows_list), len(col.nodes))
-        blob = self._cmb_bytes(col.streams, col.chunks, nl, len(col.nodes), stream_nodes)
-        return self._emit(blob), len(blob), L.checksum(blob), 0
-
-    def _write_batch_pages(self) -> list[list[_Chunk]]:
-        chunks: list[list[_Chunk]] = [[], []]
-        for ids, lens in self._batch_stripes:
-            for s, vals in enumerate((ids, lens)):
-                c = _Chunk(len(vals), 0, 0)
-                if len(vals):
-                    blob, meta = _job_fixed(vals, "i" if s == 0 else "", 0, len(vals), None, len(vals))()
-                    c.offset = self._emit(blob)
-                    c.length = len(blob)
-                    meta.update(offset=c.offset, length=len(blob), checksum=L.checksum(blob),
-                                encoding=blob[0])
-                    c.pages.append(meta)
-                chunks[s].append(c)
-        return chunks
-
-    def _write_batch_cmb(self, chunks: list[list[_Chunk]]) -> tuple[int, int, int, int]:
-        specs = [StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64)),
-                 StreamSpec(L.STREAM_BATCH_META, L.KIND_FIXED, np.dtype(np.int64))]
-        nl = np.array([[len(ids)] for ids, _ in self._batch_stripes], dtype=np.uint64).reshape(-1, 1)
-        blob = self._cmb_bytes(specs, chunks, nl, 1, [0, 0])
-        return self._emit(blob), len(blob), L.checksum(blob), L.CIT_SYSTEM_BATCH_META
+    def _write_batch_pages(self) -> None:
+        """Write the BATCH_META pages (batch ids, batch lengths) of every stripe."""
+        g0 = self._num_streams  # the system column's two streams follow the user columns'
+        for t, (ids, lens) in enumerate(self._batch_stripes):
+            pages = [(g0 + s, _FixedPage(vals, "i" if s == 0 else "", None, len(vals)))
+                     for s, vals in enumerate((ids, lens)) if len(vals)]
+            self._record_pages(t, [g for g, _ in pages], [job() for _, job in pages])
 
     def __enter__(self) -> FermionWriter:
         return self
@@ -604,7 +891,9 @@ class FermionWriter:
     def __exit__(self, exc_type: Any, *exc: object) -> None:
         if exc_type is None and not self._closed:
             self.close()
-        elif self._own_file and self._file is not None and not self._file.closed:
+            return
+        self._out.shutdown()
+        if self._own_file and self._file is not None and not self._file.closed:
             self._file.close()
 
 
@@ -613,54 +902,101 @@ def _no_columns(n: int) -> pa.Table:
 
 
 # ----------------------------------------------------------------------------- page jobs
-def _base_meta(r0: int, r1: int, valid: np.ndarray | None, raw: int) -> dict[str, Any]:
-    nn = 0 if valid is None else int((r1 - r0) - np.count_nonzero(valid))
-    return {"item_count": r1 - r0, "null_count": nn, "raw_length": raw, "flags": 0}
+_PageOut = tuple[tuple[Any, ...], int, int, int, int, int, int, int, bytes, int]
+"""A page job's result: (blob buffers, length, checksum, encoding id, raw_length, item_count,
+null_count, flags, min and max (16 bytes), statistics kind code)."""
+_ZERO16 = bytes(16)
 
 
-def _job_bitmap(bools: np.ndarray | None, r0: int, r1: int, valid: np.ndarray | None
-                ) -> Callable[[], tuple[bytes, dict[str, Any]]]:
-    def make() -> tuple[bytes, dict[str, Any]]:
-        assert bools is not None
-        packed = np.packbits(bools, bitorder="little")
-        return _codec.encode_fixed(packed), _base_meta(r0, r1, valid, len(packed))
-    return make
+def _blob(blob: bytes) -> tuple[tuple[bytes], int, int, int]:
+    """(buffers, length, checksum, encoding id) of a page blob."""
+    return (blob,), len(blob), L.checksum(blob), blob[0] if blob else 0
 
 
-def _job_fixed(vals: np.ndarray, stats: str, r0: int, r1: int, valid: np.ndarray | None,
-               count: int) -> Callable[[], tuple[bytes, dict[str, Any]]]:
-    def make() -> tuple[bytes, dict[str, Any]]:
-        v = np.ascontiguousarray(vals)
-        blob = _codec.encode_fixed(v)
-        meta = _base_meta(r0, r1, valid, v.nbytes)
+def _nulls(count: int, valid: np.ndarray | None) -> int:
+    return 0 if valid is None else count - int(np.count_nonzero(valid))
+
+
+class _BitmapPage:
+    """Page job: a bitmap (validity or bool values) packed LSB-first and encoded as uint8."""
+
+    __slots__ = ("bools", "valid")
+
+    def __init__(self, bools: np.ndarray | None, valid: np.ndarray | None) -> None:
+        self.bools, self.valid = bools, valid
+
+    def __call__(self) -> _PageOut:
+        assert self.bools is not None
+        n = len(self.bools)
+        packed = np.packbits(self.bools, bitorder="little")
+        return (*_blob(_codec.encode_fixed(packed)), len(packed), n, _nulls(n, self.valid), 0,
+                _ZERO16, 0)
+
+
+class _FixedPage:
+    """Page job: fixed-width values (``count`` items) and, for ``stats`` "i"/"u"/"f", their
+    min/max over the valid values (NaN excluded, with HAS_NAN).
+
+    ``plain`` is set when the bulk incompressibility test marked the page: its blob is then the
+    id byte and the values' own buffer (checksummed as one); otherwise ``encode_fixed`` runs
+    without that test.
+    """
+
+    __slots__ = ("vals", "stats", "valid", "count", "plain")
+
+    def __init__(self, vals: np.ndarray, stats: str, valid: np.ndarray | None, count: int) -> None:
+        self.vals, self.stats, self.valid, self.count = vals, stats, valid, count
+        self.plain = False
+
+    def __call__(self) -> _PageOut:
+        v = self.vals
+        if self.plain:
+            head, body = plain_parts(v)
+            h = xxhash.xxh3_64(head)
+            h.update(body)
+            blob: tuple[tuple[Any, ...], int, int, int] = ((head, body), 1 + body.nbytes,
+                                                           h.intdigest(), head[0])
+        else:
+            blob = _blob(_codec.encode_fixed(np.ascontiguousarray(v), gate=False))
+        count, valid, stats = self.count, self.valid, self.stats
+        nulls = _nulls(count, valid)
         if stats and count:
             sv = v if valid is None else v[valid]
             if len(sv):
-                lo, hi = sv.min(), sv.max()
-                if stats == "f" and (np.isnan(lo) or np.isnan(hi)):
-                    meta["flags"] |= L.FLAG_HAS_NAN
+                lo, hi = np.minimum.reduce(sv), np.maximum.reduce(sv)
+                flags = 0
+                if stats == "f" and (lo != lo or hi != hi):  # NaN
+                    flags = L.FLAG_HAS_NAN
                     lo, hi = np.fmin.reduce(sv), np.fmax.reduce(sv)
-                if not (stats == "f" and np.isnan(lo)):
-                    lo, hi = (int(lo), int(hi)) if stats in "iu" else (float(lo), float(hi))
-                    meta.update(min=_stat_bytes(lo, stats), max=_stat_bytes(hi, stats), vmin=lo,
-                                vmax=hi, kind=stats)
-                    meta["flags"] |= L.FLAG_HAS_STATS
-        return blob, meta
-    return make
+                if lo == lo:  # not all NaN
+                    minmax = np.array((lo, hi), dtype=_STAT_TYPES[stats]).tobytes()
+                    return (*blob, v.nbytes, count, nulls, flags | L.FLAG_HAS_STATS, minmax,
+                            _KIND_CODES[stats])
+                return (*blob, v.nbytes, count, nulls, flags, _ZERO16, 0)
+        return (*blob, v.nbytes, count, nulls, 0, _ZERO16, 0)
 
 
-def _job_binary(offs: np.ndarray, data: pa.Buffer, arr: pa.Array, r0: int, r1: int,
-                valid: np.ndarray | None) -> Callable[[], tuple[bytes, dict[str, Any]]]:
-    def make() -> tuple[bytes, dict[str, Any]]:
-        blob = _codec.encode_binary(offs, data)
-        meta = _base_meta(r0, r1, valid, int(offs[-1] - offs[0]) + 4 * (r1 - r0 + 1))
-        if arr.null_count < len(arr):
+class _BinaryPage:
+    """Page job: variable-length values, with 8-byte prefix statistics."""
+
+    __slots__ = ("offs", "data", "arr", "valid")
+
+    def __init__(self, offs: np.ndarray, data: pa.Buffer, arr: pa.Array,
+                 valid: np.ndarray | None) -> None:
+        self.offs, self.data, self.arr, self.valid = offs, data, arr, valid
+
+    def __call__(self) -> _PageOut:
+        offs, arr = self.offs, self.arr
+        blob = _blob(_codec.encode_binary(offs, self.data))
+        n = len(arr)
+        raw = int(offs[-1] - offs[0]) + 4 * len(offs)
+        nulls = _nulls(n, self.valid)
+        if arr.null_count < n:
             mm = pc.min_max(arr)
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if isinstance(lo, str):
                 lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
-            plo, phi = prefix64(lo), prefix64(hi)
-            meta.update(min=_stat_bytes(plo, "u"), max=_stat_bytes(phi, "u"), vmin=plo, vmax=phi,
-                        kind="u", flags=L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS)
-        return blob, meta
-    return make
+            minmax = np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
+            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, minmax,
+                    _KIND_CODES["u"])
+        return (*blob, raw, n, nulls, 0, _ZERO16, 0)
