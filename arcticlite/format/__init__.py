@@ -8,6 +8,9 @@ Public API
 ----------
 :func:`encode` / :func:`decode`
     Arrow table <-> bytes, as the engine uses them.
+:func:`decode_into`
+    Columns decoded straight into caller-owned numpy arrays (e.g. one pandas block filled
+    from many segments).
 :class:`FermionWriter` / :class:`FermionReader`
     Streaming writer (incl. batch mode) and random-access reader (statistics, row ranges,
     predicate pushdown, batches).
@@ -35,6 +38,7 @@ __all__ = [
     "VERSION_MAJOR",
     "VERSION_MINOR",
     "decode",
+    "decode_into",
     "encode",
     "from_parquet",
     "to_parquet",
@@ -95,5 +99,36 @@ def decode(source: Any, columns: list[str] | None = None, filter: Any = None, *,
     reader = FermionReader(source, **options)
     try:
         return reader.read(columns, filter=filter, row_range=row_range, with_batch_ids=with_batch_ids)
+    finally:
+        reader.close()
+
+
+def decode_into(source: Any, columns: list[str | int], out: list[Any], row_range: tuple[int, int] | None = None,
+                **options: Any) -> list[Any]:
+    """Decode columns of a Fermion file straight into caller-owned numpy arrays.
+
+    See :meth:`FermionReader.read_into` for what ``out`` must hold per column kind.
+
+    Parameters
+    ----------
+    source
+        The file (as for :func:`decode`).
+    columns
+        Names or indices.
+    out
+        One 1-D, C-contiguous, writable numpy array per column, of the row range's length.
+    row_range
+        ``(start, stop)`` rows (clipped to the file); None reads every row.
+    **options
+        :class:`FermionReader` options.
+
+    Returns
+    -------
+    list
+        Per column None (every row valid) or a bool validity mask (True = valid).
+    """
+    reader = FermionReader(source, **options)
+    try:
+        return reader.read_into(columns, out, row_range=row_range)
     finally:
         reader.close()

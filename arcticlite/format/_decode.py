@@ -5,11 +5,16 @@ one job per page with a :class:`Collector` (fetch, checksum, decode into a slice
 column buffer) and returns a *finisher*; after :meth:`Collector.run`, the finisher wraps the
 buffers into an Arrow array zero-copy. Offsets and dictionary indices are validated before
 any array is built, so corrupt values can never reach ``from_buffers``.
+
+The ``*_into`` planners decode rows of a stripe into caller-owned numpy arrays instead
+(:meth:`FermionReader.read_into`). Pages are the CMB's page tuples (``_meta.P_*`` positions).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -17,26 +22,46 @@ import pyarrow as pa
 import xxhash
 
 from arcticlite.exceptions import ChecksumError, InvalidFileError
-from arcticlite.format import _codec
+from arcticlite.format import _codec, _enc_binary, _parallel
 from arcticlite.format import _layout as L
-from arcticlite.format._meta import ColumnMeta
-from arcticlite.format._parallel import run_jobs
+from arcticlite.format._meta import (
+    C_FLAGS,
+    P_CHECKSUM,
+    P_ENCODING,
+    P_FIRST,
+    P_ITEMS,
+    P_LENGTH,
+    P_NULLS,
+    P_OFFSET,
+    P_RAW,
+    ColumnMeta,
+)
 from arcticlite.format._range import RangeReader
 from arcticlite.format._types import BINARY, BOOL, BYTES, DICT, FIXED, FSL, LIST, NULL, STRUCT
 
 Finisher = Callable[[], pa.Array]
+Page = tuple[Any, ...]
+Pages = Sequence[Page]
 PLAIN_ID = 0
 """Encoding id of a 'plain' blob (docs: _encodings.py): id byte, then the raw values."""
+_U8 = np.dtype(np.uint8)
 
 
 class Collector:
-    """Page jobs of one read: ranges to fetch, then checksum + decode per page."""
+    """Page jobs of one read: ranges to fetch, then checksum + decode per page.
 
-    def __init__(self, budget: int = 1 << 62) -> None:
+    With ``eager`` (an in-memory :class:`RangeReader`), a page is checksummed and decoded
+    as soon as it is added: small reads skip the job list and the hand-over to the pool.
+    """
+
+    __slots__ = ("budget", "ranges", "jobs", "direct", "eager")
+
+    def __init__(self, budget: int = 1 << 62, eager: RangeReader | None = None) -> None:
         self.budget = budget
+        self.eager = eager
         self.ranges: list[tuple[int, int]] = []
-        self.jobs: list[tuple[int, int, Callable[[memoryview], None], int]] = []
-        self.direct: dict[int, np.ndarray] = {}  # job -> final buffer slice of a plain page
+        self.jobs: list[tuple[int, Callable[[memoryview], None], int]] = []  # checksum, fn, weight
+        self.direct: dict[int, np.ndarray] | None = None  # job -> destination of a plain page
 
     def reserve(self, nbytes: int) -> None:
         """Account for an output allocation; refuse reads that expand implausibly."""
@@ -44,24 +69,48 @@ class Collector:
         if self.budget < 0:
             raise InvalidFileError("decoded size is implausible for the file size; refusing to allocate")
 
-    def add(self, page: np.void, fn: Callable[[memoryview], None],
+    def add(self, page: Page, fn: Callable[[memoryview], None],
             direct: np.ndarray | None = None) -> None:
-        if direct is not None and int(page["encoding"]) == PLAIN_ID \
-                and int(page["length"]) == 1 + direct.nbytes:
+        """Register a page job; ``direct``: the destination of the page's values, which a plain
+        page of a local file is read straight into."""
+        if self.eager is not None:
+            mv = self.eager.read(page[P_OFFSET], page[P_LENGTH])
+            if L.checksum(mv) != page[P_CHECKSUM]:
+                L.verify(mv, page[P_CHECKSUM], "page")
+            fn(mv)
+            return
+        if direct is not None and page[P_ENCODING] == PLAIN_ID \
+                and page[P_LENGTH] == 1 + direct.nbytes:
+            if self.direct is None:
+                self.direct = {}
             self.direct[len(self.jobs)] = direct
-        self.jobs.append((len(self.ranges), int(page["checksum"]), fn, int(page["raw_length"])))
-        self.ranges.append((int(page["offset"]), int(page["length"])))
+        self.jobs.append((page[P_CHECKSUM], fn, page[P_RAW]))
+        self.ranges.append((page[P_OFFSET], page[P_LENGTH]))
 
     def run(self, rr: RangeReader, *, gap: int | None = None, parallel: bool = True) -> None:
-        direct = self.direct if rr.can_read_into else {}
-        fetch = [r for k, r in enumerate(self.ranges) if k not in direct]
-        got = iter(rr.read_many(fetch, gap=gap))
-        mvs = [memoryview(b"") if k in direct else next(got) for k in range(len(self.ranges))]
+        if not self.jobs:
+            return
+        direct = self.direct if self.direct and rr.can_read_into else {}
+        if direct:
+            fetch = [r for k, r in enumerate(self.ranges) if k not in direct]
+            got = iter(rr.read_many(fetch, gap=gap))
+            mvs = [memoryview(b"") if k in direct else next(got) for k in range(len(self.ranges))]
+        else:
+            mvs = rr.read_many(self.ranges, gap=gap)
+        weights = [w for *_, w in self.jobs]
+        if not direct and (not parallel or len(self.jobs) < 2
+                           or sum(weights) < _parallel.MIN_PARALLEL_BYTES):
+            digest = L.checksum
+            for (cs, fn, _), mv in zip(self.jobs, mvs, strict=True):
+                if digest(mv) != cs:
+                    L.verify(mv, cs, "page")
+                fn(mv)
+            return
 
-        def job(i: int, cs: int, fn: Callable[[memoryview], None]) -> Callable[[], None]:
+        def job(mv: memoryview, cs: int, fn: Callable[[memoryview], None]) -> Callable[[], None]:
             def run() -> None:
-                L.verify(mvs[i], cs, "page")
-                fn(mvs[i])
+                L.verify(mv, cs, "page")
+                fn(mv)
             return run
 
         def scatter(i: int, cs: int, dst: np.ndarray) -> Callable[[], None]:
@@ -77,21 +126,21 @@ class Collector:
                     raise InvalidFileError("page encoding differs from its page meta")
             return run
 
-        run_jobs([scatter(i, cs, direct[k]) if k in direct else job(i, cs, fn)
-                  for k, (i, cs, fn, _) in enumerate(self.jobs)], [w for *_, w in self.jobs],
-                 parallel=parallel)
+        _parallel.run_jobs([scatter(k, cs, direct[k]) if k in direct else job(mvs[k], cs, fn)
+                            for k, (cs, fn, _) in enumerate(self.jobs)], weights,
+                           parallel=parallel)
 
 
 def _state(cm: ColumnMeta, s: int, st: int) -> str:
     """'valid', 'null' or 'pages' for validity stream ``s`` in stripe ``st``."""
-    d = int(cm.streams[s]["desc_type"])
+    d = cm.sm[s][0]
     if d == L.DESC_USE_DEFAULT:
         return "valid"
     if d == L.DESC_FORCE_NULL:
         return "null"
-    chunks = cm.chunks[s]
+    chunks = cm.clist[s]
     assert chunks is not None
-    f = int(chunks[st]["flags"])
+    f = chunks[st][C_FLAGS]
     if f & L.FLAG_ALL_NULL:
         return "null"
     if f & L.FLAG_ALL_VALID:
@@ -99,22 +148,22 @@ def _state(cm: ColumnMeta, s: int, st: int) -> str:
     return "pages"
 
 
-def _bitmap_plan(pages: np.ndarray, coll: Collector, total: int, validity: bool = False
+def _bitmap_plan(pages: Pages, coll: Collector, total: int, validity: bool = False
                  ) -> Callable[[], pa.Buffer]:
     coll.reserve(total)
     out = np.empty(total, dtype=np.uint8)
     pos = 0
     for p in pages:
-        cnt = int(p["item_count"])
+        cnt = p[P_ITEMS]
         nbytes = (cnt + 7) // 8
-        if int(p["raw_length"]) != nbytes:
+        if p[P_RAW] != nbytes:
             raise InvalidFileError("bitmap page size does not match its item count")
         dst = out[pos : pos + cnt]
-        ones = cnt - int(p["null_count"]) if validity else -1
+        ones = cnt - p[P_NULLS] if validity else -1
 
         def fn(mv: memoryview, dst: np.ndarray = dst, cnt: int = cnt, nbytes: int = nbytes,
                ones: int = ones) -> None:
-            raw = _codec.decode_fixed(mv, np.dtype(np.uint8), nbytes)
+            raw = _codec.decode_fixed(mv, _U8, nbytes)
             dst[:] = np.unpackbits(raw, count=cnt, bitorder="little")
             if ones >= 0 and int(np.count_nonzero(dst)) != ones:
                 raise InvalidFileError("validity bitmap disagrees with the page null count")
@@ -124,33 +173,45 @@ def _bitmap_plan(pages: np.ndarray, coll: Collector, total: int, validity: bool 
     return lambda: pa.py_buffer(np.packbits(out, bitorder="little"))
 
 
-def _fixed_plan(pages: np.ndarray, coll: Collector, dtype: np.dtype[Any], total: int,
+def _fixed_job(dst: np.ndarray, dtype: np.dtype[Any], cnt: int) -> Callable[[memoryview], None]:
+    """Decode a FIXED page of ``cnt`` values into ``dst`` (contiguous)."""
+    size = 1 + cnt * dtype.itemsize
+
+    def fn(mv: memoryview) -> None:
+        if len(mv) == size and mv[0] == PLAIN_ID:
+            dst.data.cast("B")[:] = mv[1:size]  # plain: one memcpy
+        else:
+            _codec.decode_fixed(mv, dtype, cnt, out=dst)
+    return fn
+
+
+def _fixed_plan(pages: Pages, coll: Collector, dtype: np.dtype[Any], total: int,
                 per_item: int = 1) -> np.ndarray:
     coll.reserve(total * per_item * dtype.itemsize)
     out = np.empty(total * per_item, dtype=dtype)
+    isz = dtype.itemsize
+    if len(pages) == 1:
+        p = pages[0]
+        if p[P_RAW] != len(out) * isz:
+            raise InvalidFileError("page size does not match its item count")
+        coll.add(p, _fixed_job(out, dtype, len(out)), direct=out)
+        return out
     pos = 0
     for p in pages:
-        cnt = int(p["item_count"]) * per_item
-        if int(p["raw_length"]) != cnt * dtype.itemsize:
+        cnt = p[P_ITEMS] * per_item
+        if p[P_RAW] != cnt * isz:
             raise InvalidFileError("page size does not match its item count")
         dst = out[pos : pos + cnt]
-
-        def fn(mv: memoryview, dst: np.ndarray = dst, cnt: int = cnt) -> None:
-            if len(mv) == 1 + cnt * dtype.itemsize and mv[0] == PLAIN_ID:
-                dst[:] = np.frombuffer(mv, dtype=dtype, count=cnt, offset=1)  # plain: one memcpy
-            else:
-                _codec.decode_fixed(mv, dtype, cnt, out=dst)
-
-        coll.add(p, fn, direct=dst)
+        coll.add(p, _fixed_job(dst, dtype, cnt), direct=dst)
         pos += cnt
     return out
 
 
-def _binary_plan(pages: np.ndarray, coll: Collector, odt: np.dtype[Any], total: int
+def _binary_plan(pages: Pages, coll: Collector, odt: np.dtype[Any], total: int
                  ) -> Callable[[], tuple[pa.Buffer, pa.Buffer]]:
     parts: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(pages)
     for k, p in enumerate(pages):
-        cnt = int(p["item_count"])
+        cnt = p[P_ITEMS]
 
         def fn(mv: memoryview, k: int = k, cnt: int = cnt) -> None:
             offs, data = _codec.decode_binary(mv, cnt, odt)
@@ -165,6 +226,9 @@ def _binary_plan(pages: np.ndarray, coll: Collector, odt: np.dtype[Any], total: 
         coll.add(p, fn)
 
     def finish() -> tuple[pa.Buffer, pa.Buffer]:
+        if len(parts) == 1 and parts[0] is not None:  # one page: its buffers as they are
+            o, d = parts[0]
+            return pa.py_buffer(o), pa.py_buffer(d)
         offs_out = np.empty(total + 1, dtype=odt)
         offs_out[0] = 0
         datas = []
@@ -185,18 +249,26 @@ def _binary_plan(pages: np.ndarray, coll: Collector, odt: np.dtype[Any], total: 
     return finish
 
 
-def select_pages(starts: np.ndarray, ends: np.ndarray, intervals: list[tuple[int, int]]) -> np.ndarray:
-    mask = np.zeros(len(starts), dtype=bool)
-    for a, b in intervals:
-        mask |= (starts < b) & (ends > a)
-    return np.flatnonzero(mask)
+def select_pages(pages: Pages, intervals: Sequence[tuple[int, int]]) -> list[int]:
+    """Indices of the pages holding any item of ``intervals`` (sorted, disjoint)."""
+    out = []
+    j, ni = 0, len(intervals)
+    for k, p in enumerate(pages):
+        s = p[P_FIRST]
+        while j < ni and intervals[j][1] <= s:
+            j += 1
+        if j == ni:
+            break
+        if intervals[j][0] < s + p[P_ITEMS]:
+            out.append(k)
+    return out
 
 
 def plan_flat(cm: ColumnMeta, ni: int, st: int, coll: Collector,
               intervals: list[tuple[int, int]] | None) -> Callable[[], list[pa.Array]]:
     """Rows ``intervals`` (None: all) of a flat node in one stripe, as array slices."""
     node = cm.nodes[ni]
-    n = int(cm.node_lengths[st, ni])
+    n = cm.nl[st][ni]
     full = intervals is None
     ivs = [(0, n)] if intervals is None else intervals
     if node.kind == NULL:
@@ -205,21 +277,19 @@ def plan_flat(cm: ColumnMeta, ni: int, st: int, coll: Collector,
     if vstate == "null" and n:
         return lambda: [pa.nulls(b - a, node.type) for a, b in ivs]
     ds = node.streams[1]
-    dpages = cm.pages[ds][st]
+    dpages = cm.plist[ds][st]
     if n and not len(dpages):
         raise InvalidFileError("a non-null node has no data pages")
-    starts = dpages["first_item"].astype(np.int64)
-    counts = dpages["item_count"].astype(np.int64)
-    sel = np.arange(len(dpages)) if full else select_pages(starts, starts + counts, ivs)
-    pages = dpages[sel]
-    total = int(counts[sel].sum())
-    cov = np.concatenate([[0], np.cumsum(counts[sel])])
+    sel = None if full else select_pages(dpages, ivs)
+    pages = dpages if sel is None else [dpages[k] for k in sel]
+    total = n if sel is None else sum(p[P_ITEMS] for p in pages)  # pages tile the chunk
     vfin: Callable[[], pa.Buffer | None] = lambda: None  # noqa: E731
     if vstate == "pages":
-        vpages = cm.pages[node.streams[0]][st]
-        if not np.array_equal(vpages["item_count"], dpages["item_count"]):
+        vpages = cm.plist[node.streams[0]][st]
+        if [p[P_ITEMS] for p in vpages] != [p[P_ITEMS] for p in dpages]:
             raise InvalidFileError("validity and data pages are not aligned")
-        vfin = _bitmap_plan(vpages[sel], coll, total, validity=True)
+        vfin = _bitmap_plan(vpages if sel is None else [vpages[k] for k in sel], coll, total,
+                            validity=True)
     t = node.type
     if node.kind == FIXED:
         assert node.dtype is not None
@@ -228,7 +298,7 @@ def plan_flat(cm: ColumnMeta, ni: int, st: int, coll: Collector,
         def build() -> pa.Array:
             return pa.Array.from_buffers(t, total, [vfin(), pa.py_buffer(out)])
     elif node.kind == BYTES:
-        out = _fixed_plan(pages, coll, np.dtype(np.uint8), total, node.width)
+        out = _fixed_plan(pages, coll, _U8, total, node.width)
 
         def build() -> pa.Array:
             return pa.Array.from_buffers(t, total, [vfin(), pa.py_buffer(out)])
@@ -260,15 +330,17 @@ def plan_flat(cm: ColumnMeta, ni: int, st: int, coll: Collector,
     else:  # pragma: no cover - guarded by FLAT_KINDS
         raise InvalidFileError(f"node kind {node.kind} is not flat")
 
+    if full:
+        return lambda: [build()]
+
     def finish() -> list[pa.Array]:
         arr = build()
-        if full:
-            return [arr]
         res = []
-        sstarts = starts[sel]
+        sstarts = [p[P_FIRST] for p in pages]
+        cov = [0, *accumulate(p[P_ITEMS] for p in pages)]
         for a, b in ivs:
-            j = int(np.searchsorted(sstarts, a, side="right")) - 1
-            res.append(arr.slice(int(cov[j] + a - sstarts[j]), b - a))
+            j = bisect_right(sstarts, a) - 1
+            res.append(arr.slice(cov[j] + a - sstarts[j], b - a))
         return res
 
     return finish
@@ -277,7 +349,7 @@ def plan_flat(cm: ColumnMeta, ni: int, st: int, coll: Collector,
 def plan_whole(cm: ColumnMeta, ni: int, st: int, coll: Collector) -> Finisher:
     """The whole node ``ni`` of stripe ``st`` (recursively), as one array."""
     node = cm.nodes[ni]
-    n = int(cm.node_lengths[st, ni])
+    n = cm.nl[st][ni]
     t = node.type
     if node.kind in (FIXED, BYTES, BOOL, BINARY, DICT, NULL):
         fin = plan_flat(cm, ni, st, coll, None)
@@ -287,10 +359,10 @@ def plan_whole(cm: ColumnMeta, ni: int, st: int, coll: Collector) -> Finisher:
         return lambda: pa.nulls(n, t)
     vfin: Callable[[], pa.Buffer | None] = lambda: None  # noqa: E731
     if vstate == "pages":
-        vpages = cm.pages[node.streams[0]][st]
+        vpages = cm.plist[node.streams[0]][st]
         vfin = _bitmap_plan(vpages, coll, n, validity=True)
     kids = [plan_whole(cm, c, st, coll) for c in node.children]
-    clen = [int(cm.node_lengths[st, c]) for c in node.children]
+    clen = [cm.nl[st][c] for c in node.children]
     if node.kind == STRUCT:
         if any(c != n for c in clen):
             raise InvalidFileError("struct child length differs from the parent")
@@ -301,7 +373,7 @@ def plan_whole(cm: ColumnMeta, ni: int, st: int, coll: Collector) -> Finisher:
         return lambda: pa.Array.from_buffers(t, n, [vfin()], children=[kids[0]()])
     if node.kind == LIST:
         assert node.dtype is not None
-        lpages = cm.pages[node.streams[1]][st]
+        lpages = cm.plist[node.streams[1]][st]
         if n and not len(lpages):
             raise InvalidFileError("list node without offsets pages")
         lengths = _fixed_plan(lpages, coll, node.dtype, n)
@@ -316,3 +388,102 @@ def plan_whole(cm: ColumnMeta, ni: int, st: int, coll: Collector) -> Finisher:
             return pa.Array.from_buffers(t, n, [vfin(), pa.py_buffer(offs)], children=[kids[0]()])
         return build
     raise InvalidFileError(f"unknown node kind {node.kind}")  # pragma: no cover
+
+
+# ----------------------------------------------------------------------------- into caller buffers
+def overlapping(pages: Pages, lo: int, hi: int) -> list[tuple[Page, int, int]]:
+    """``(page, first item, item count)`` of the pages holding items ``[lo, hi)``."""
+    return [(p, p[P_FIRST], p[P_ITEMS]) for p in pages
+            if p[P_FIRST] < hi and p[P_FIRST] + p[P_ITEMS] > lo]
+
+
+def fixed_into(pages: Pages, coll: Collector, dtype: np.dtype[Any], lo: int, hi: int,
+               dst: np.ndarray) -> None:
+    """Items ``[lo, hi)`` of a stripe's FIXED pages, decoded into ``dst`` (``hi - lo`` values).
+
+    A page inside the range decodes straight into its slice of ``dst`` (a plain page is one
+    copy from the source, or one ``preadv`` into ``dst`` for local files); a page cut by the
+    range edge copies its slice out of the source (plain) or out of a page-sized temporary.
+    """
+    isz = dtype.itemsize
+    for p, first, cnt in overlapping(pages, lo, hi):
+        if p[P_RAW] != cnt * isz:
+            raise InvalidFileError("page size does not match its item count")
+        a, b = max(lo, first), min(hi, first + cnt)
+        target = dst[a - lo : b - lo]
+        if b - a == cnt:
+            coll.add(p, _fixed_job(target, dtype, cnt), direct=target)
+            continue
+        coll.reserve(cnt * isz)
+
+        def edge(mv: memoryview, dst: np.ndarray = target, cnt: int = cnt, skip: int = a - first
+                 ) -> None:
+            if len(mv) == 1 + cnt * isz and mv[0] == PLAIN_ID:
+                dst.data.cast("B")[:] = mv[1 + skip * isz : 1 + (skip + len(dst)) * isz]
+            else:
+                dst[:] = _codec.decode_fixed(mv, dtype, cnt)[skip : skip + len(dst)]
+
+        coll.add(p, edge)
+
+
+def bits_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray,
+              validity: bool) -> None:
+    """Items ``[lo, hi)`` of a stripe's bitmap pages as 0/1 bytes into ``dst`` (uint8).
+
+    ``validity``: check each page's set bits against its null count (as :func:`_bitmap_plan`).
+    """
+    for p, first, cnt in overlapping(pages, lo, hi):
+        nbytes = (cnt + 7) // 8
+        if p[P_RAW] != nbytes:
+            raise InvalidFileError("bitmap page size does not match its item count")
+        a, b = max(lo, first), min(hi, first + cnt)
+        ones = cnt - p[P_NULLS] if validity else -1
+
+        def fn(mv: memoryview, dst: np.ndarray = dst[a - lo : b - lo], cnt: int = cnt,
+               nbytes: int = nbytes, ones: int = ones, skip: int = a - first) -> None:
+            raw = _codec.decode_fixed(mv, _U8, nbytes)
+            bits = np.unpackbits(raw, count=cnt, bitorder="little")
+            if ones >= 0 and int(np.count_nonzero(bits)) != ones:
+                raise InvalidFileError("validity bitmap disagrees with the page null count")
+            dst[:] = bits[skip : skip + len(dst)]
+
+        coll.add(p, fn)
+
+
+def _fixed_kernel(mv: memoryview, dtype: np.dtype[Any], count: int, out: np.ndarray,
+                  depth: int) -> None:
+    _codec.decode_fixed(mv, dtype, count, out=out)
+
+
+def _check_offsets(offs: np.ndarray, data: np.ndarray, cnt: int) -> None:
+    if len(offs) != cnt + 1 or int(offs[0]) != 0:
+        raise InvalidFileError("binary page offsets have the wrong length or start")
+    if int(offs[-1]) != len(data) or (cnt and int(np.diff(offs).min()) < 0):
+        raise InvalidFileError("binary page offsets are not monotone within the data")
+
+
+def binary_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray,
+                atype: pa.DataType) -> None:
+    """Items ``[lo, hi)`` of a stripe's BINARY pages as Python objects into ``dst`` (object).
+
+    ``atype`` is ``pa.large_string()`` (str objects) or ``pa.large_binary()`` (bytes). A
+    dictionary-encoded page converts only its dictionary to objects, then takes them by code:
+    equal values of a page share one object and a page costs one ``numpy.take``.
+    """
+    for p, first, cnt in overlapping(pages, lo, hi):
+        a, b = max(lo, first), min(hi, first + cnt)
+
+        def fn(mv: memoryview, dst: np.ndarray = dst[a - lo : b - lo], cnt: int = cnt,
+               skip: int = a - first) -> None:
+            codes, offs, data = _enc_binary.decode_binary_codes(mv, cnt, 0, _fixed_kernel)
+            data = np.asarray(data).view(np.uint8)
+            size = cnt if codes is None else len(offs) - 1
+            _check_offsets(offs, data, size)
+            arr = pa.Array.from_buffers(atype, size, [None, pa.py_buffer(offs), pa.py_buffer(data)])
+            if codes is None:
+                dst[:] = arr.slice(skip, len(dst)).to_numpy(zero_copy_only=False)
+            else:
+                objs = arr.to_numpy(zero_copy_only=False)
+                np.take(objs, codes[skip : skip + len(dst)], out=dst, mode="clip")
+
+        coll.add(p, fn)

@@ -173,9 +173,8 @@ def cmb_sections(num_stripes: int, num_nodes: int, num_streams: int, num_chunks:
 
 
 # ----------------------------------------------------------------------------- helpers
-def checksum(data: bytes | memoryview | bytearray) -> int:
-    """xxh3_64 of ``data`` (the checksum used everywhere in Fermion)."""
-    return xxhash.xxh3_64_intdigest(data)
+checksum = xxhash.xxh3_64_intdigest
+"""``checksum(data) -> int``: xxh3_64 of ``data`` (the checksum used everywhere in Fermion)."""
 
 
 def verify(data: bytes | memoryview, expected: int, what: str) -> None:
@@ -188,10 +187,11 @@ def verify(data: bytes | memoryview, expected: int, what: str) -> None:
 
 def footer_checksum(raw: bytes | memoryview) -> int:
     """Checksum of a footer: xxh3_64 of its 128 bytes with the checksum field zeroed."""
-    b = bytearray(raw)
     lo, hi = FOOTER_CHECKSUM_SPAN
-    b[lo:hi] = b"\0" * (hi - lo)
-    return checksum(b)
+    return xxhash.xxh3_64_intdigest(b"".join((raw[:lo], _ZEROS[: hi - lo], raw[hi:])))
+
+
+_ZEROS = bytes(8)
 
 
 def name_hash(name: str) -> int:

@@ -124,6 +124,16 @@ class RangeReader:
         if n != length:
             raise FormatEOFError(f"short read at {offset}: asked {length} bytes, got {n}")
 
+    @property
+    def in_memory(self) -> bool:
+        """True for a bytes-like source: every read is a zero-copy slice."""
+        return self._buf is not None
+
+    def cheap(self, offset: int) -> bool:
+        """True when bytes from ``offset`` on are already in memory (a zero-copy source, or
+        inside the tail prefetch): reading them costs no request."""
+        return self._buf is not None or offset >= self._tail_off
+
     def prefetch_tail(self, length: int | None = None) -> memoryview:
         """Read the last ``length`` bytes (default ``prefetch``) once and keep them."""
         length = min(self.size, self.prefetch if length is None else length)
@@ -144,6 +154,16 @@ class RangeReader:
 
     def read_many(self, ranges: Sequence[tuple[int, int]], gap: int | None = None) -> list[memoryview]:
         """Read many ranges, merging those closer than ``gap`` bytes into one request."""
+        if self._buf is not None:  # zero-copy source: every range is a slice, nothing to merge
+            buf, size = self._buf, self.size
+            res = []
+            for o, n in ranges:
+                if o < 0 or n < 0 or o + n > size:
+                    raise FormatEOFError(f"range [{o}, {o + n}) is outside the file of {size} bytes")
+                res.append(buf[o : o + n])
+                self.bytes_requested += n
+            self.requests += len(ranges)
+            return res
         gap = self.gap if gap is None else gap
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         if not ranges:

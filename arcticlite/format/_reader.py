@@ -7,7 +7,9 @@ entries, k schema entries and k CMBs — never anything proportional to the tota
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -23,8 +25,19 @@ from arcticlite.exceptions import (
 from arcticlite.format import _codec
 from arcticlite.format import _filter as F
 from arcticlite.format import _layout as L
-from arcticlite.format._decode import Collector, plan_flat, plan_whole
+from arcticlite.format._decode import (
+    Collector,
+    _fixed_plan,
+    _state,
+    binary_into,
+    bits_into,
+    fixed_into,
+    plan_flat,
+    plan_whole,
+)
 from arcticlite.format._meta import (
+    P_ITEMS,
+    CitEntry,
     ColumnMeta,
     Footer,
     lookup_names,
@@ -35,7 +48,7 @@ from arcticlite.format._meta import (
     read_schema_meta,
 )
 from arcticlite.format._range import DEFAULT_PREFETCH, META_GAP, RangeReader
-from arcticlite.format._types import FLAT_KINDS
+from arcticlite.format._types import BINARY, BOOL, DICT, FIXED, FLAT_KINDS, NULL, build_nodes
 
 EAGER_CMB_THRESHOLD = 64 * 1024
 MIN_DECODE_BUDGET = 4 << 30
@@ -44,9 +57,14 @@ EXPANSION_LIMIT = 4096
 """CMB areas up to this size are read in one request whenever any CMB is needed."""
 
 _INTERNAL = (ValueError, IndexError, TypeError, OverflowError, KeyError, AssertionError,
-             MemoryError, UnicodeDecodeError, pa.ArrowException)
+             MemoryError, UnicodeDecodeError, struct.error, pa.ArrowException)
 
 Intervals = list[tuple[int, int]]
+_SCHEMAS: dict[tuple[int, ...], tuple[list[pa.Field], Any, pa.Schema]] = {}
+_SYSTEM_FIELD = pa.field("__batch_meta__", pa.int64())
+EAGER_FILE_BYTES = 64 * 1024
+"""In-memory files up to this size decode each page as it is planned (no job list): their
+reads are too small for the thread pool to pay."""
 
 
 def _guard(fn: Any) -> Any:
@@ -62,6 +80,14 @@ def _guard(fn: Any) -> Any:
     wrapper.__doc__ = fn.__doc__
     wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
     return wrapper
+
+
+def _object_type(t: pa.DataType) -> pa.DataType:
+    """Arrow type whose ``to_numpy`` gives ``str`` (string types) or ``bytes`` objects."""
+    return pa.large_string() if pa.types.is_string(t) or pa.types.is_large_string(t) else pa.large_binary()
+
+
+_read_schema_meta = _guard(read_schema_meta)
 
 
 def _intersect(a: Intervals, b: Intervals) -> Intervals:
@@ -129,7 +155,7 @@ class FermionReader:
         self.footer: Footer = read_footer(self._rr)
         self.max_decoded_bytes = max(MIN_DECODE_BUDGET, EXPANSION_LIMIT * self._rr.size)
         """Reads whose decoded buffers would exceed this raise InvalidFileError (no allocation)."""
-        self._entries: dict[int, np.void] = {}
+        self._entries: dict[int, CitEntry] = {}
         self._fields: dict[int, pa.Field] = {}
         self._cmeta: dict[int, ColumnMeta] = {}
         self._cmb_area: memoryview | None = None
@@ -169,17 +195,23 @@ class FermionReader:
     @property
     def metadata(self) -> dict[bytes, bytes] | None:
         """Schema-level metadata."""
+        m = self._meta()
+        return None if m is None else dict(m)
+
+    def _meta(self) -> dict[bytes, bytes] | None:
+        """The schema metadata (shared, memoised: not to be modified)."""
         if self._schema_meta is False:
-            self._schema_meta = _guard(read_schema_meta)(self._rr, self.footer)
+            self._schema_meta = _read_schema_meta(self._rr, self.footer)
         return self._schema_meta
 
     @property
+    @_guard
     def schema(self) -> pa.Schema:
         """The full Arrow schema (reads every schema entry: O(number of columns))."""
         if self._schema is None:
             idx = list(range(self.num_columns))
             self._load_fields(idx)
-            self._schema = pa.schema([self._fields[i] for i in idx], metadata=self.metadata)
+            self._schema = pa.schema([self._fields[i] for i in idx], metadata=self._meta())
         return self._schema
 
     @property
@@ -187,51 +219,63 @@ class FermionReader:
         return self.schema.names
 
     # ------------------------------------------------------------------ metadata access
-    @_guard
+    # The loaders below run inside guarded public methods (corrupt bytes -> CorruptDataError).
     def _load_entries(self, idx: Sequence[int]) -> None:
-        need = sorted({i for i in idx if i not in self._entries})
+        entries = self._entries
+        need = [i for i in idx if i not in entries]
         if need:
+            need = sorted(set(need))
             for i, e in zip(need, read_cit(self._rr, self.footer, need), strict=True):
-                self._entries[i] = e
+                entries[i] = e
 
-    @_guard
     def _load_fields(self, idx: Sequence[int]) -> None:
-        self._load_entries(idx)
-        need = sorted({i for i in idx if i not in self._fields})
+        fields = self._fields
+        need = [i for i in idx if i not in fields]
         if need:
+            need = sorted(set(need))
+            self._load_entries(need)
             for i, f in zip(need, read_fields(self._rr, [self._entries[i] for i in need]), strict=True):
-                self._fields[i] = f
+                fields[i] = f
 
-    @_guard
     def _load_cmbs(self, idx: Sequence[int]) -> None:
-        need = sorted({i for i in idx if i not in self._cmeta})
+        cmeta = self._cmeta
+        need = [i for i in idx if i not in cmeta]
         if not need:
             return
-        system = self.num_columns if self.batch_mode else -1
-        self._load_fields([i for i in need if i != system])
+        if len(need) > 1:
+            need = sorted(set(need))
+        footer = self.footer
+        system = footer.num_columns if footer.batch_mode else -1
+        self._load_fields(need if system < 0 else [i for i in need if i != system])
         self._load_entries(need)
-        fo = int(self.footer["cmb_area_offset"])
-        flen = int(self.footer["cmb_area_length"])
-        if self._cmb_area is None and flen <= self.eager_cmb_threshold:
-            self._cmb_area = self._rr.read(fo, flen)
-        todo = [i for i in need if not int(self._entries[i]["flags"]) & L.CIT_ALL_NULL]
-        if self._cmb_area is not None:
-            bufs = [self._cmb_area[int(self._entries[i]["cmb_offset"]) - fo :][: int(self._entries[i]["cmb_length"])] for i in todo]
-        else:
-            bufs = self._rr.read_many([(int(self._entries[i]["cmb_offset"]), int(self._entries[i]["cmb_length"])) for i in todo], gap=META_GAP)
-        got = dict(zip(todo, bufs, strict=True))
+        entries, fields = self._entries, self._fields
+        fo = footer.cmb_area_offset
+        area = self._cmb_area
+        if area is None and footer.cmb_area_length <= self.eager_cmb_threshold:
+            area = self._cmb_area = self._rr.read(fo, footer.cmb_area_length)
+        got: dict[int, Any] = {}
+        if area is None:
+            todo = [i for i in need if not entries[i].flags & L.CIT_ALL_NULL]
+            got = dict(zip(todo, self._rr.read_many(
+                [(entries[i].cmb_offset, entries[i].cmb_length) for i in todo], gap=META_GAP),
+                strict=True))
         for i in need:
-            fld = pa.field("__batch_meta__", pa.int64()) if i == system else self._fields[i]
-            cm = parse_cmb(i, fld, self._entries[i], got.get(i, b""), self.footer, fo,
-                           system=i == system)
+            e = entries[i]
+            if area is not None:
+                buf = area[e.cmb_offset - fo : e.cmb_offset - fo + e.cmb_length]
+            else:
+                buf = got.get(i, b"")
+            is_sys = i == system
+            cm = parse_cmb(i, _SYSTEM_FIELD if is_sys else fields[i], e, buf, footer, fo,
+                           system=is_sys)
             if not cm.all_null:
-                rows = cm.stripe_rows.tolist()
+                rows = cm.srows
                 if self._stripe_rows is None:
                     self._stripe_rows = rows
-                    self._starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)]).tolist()
+                    self._starts = [0, *accumulate(rows)]
                 elif rows != self._stripe_rows:
                     raise InvalidFileError("columns disagree on stripe boundaries")
-            self._cmeta[i] = cm
+            cmeta[i] = cm
 
     @_guard
     def resolve(self, columns: Sequence[str | int] | None) -> list[int]:
@@ -240,6 +284,9 @@ class FermionReader:
             return list(range(self.num_columns))
         if isinstance(columns, str | int):
             columns = [columns]
+        cached = self._names
+        if all(isinstance(c, str) and c in cached for c in columns):
+            return [cached[c] for c in columns]  # type: ignore[index]
         out: list[int | None] = [None] * len(columns)
         names: list[tuple[int, str]] = []
         for k, c in enumerate(columns):
@@ -267,12 +314,14 @@ class FermionReader:
                     raise SchemaException(f"column {name!r} is not in this segment")
         return [int(i) for i in out]  # type: ignore[arg-type]
 
+    @_guard
     def field(self, column: str | int) -> pa.Field:
         """Arrow field of one column (reads one schema entry)."""
         i = self.resolve([column])[0]
         self._load_fields([i])
         return self._fields[i]
 
+    @_guard
     def column_meta(self, column: str | int) -> ColumnMeta:
         """Parsed CMB of one column (reads one CIT entry and one CMB)."""
         i = self.resolve([column])[0]
@@ -311,6 +360,7 @@ class FermionReader:
         return str(_codec.describe(self._rr.read(offset, length)))
 
     # ------------------------------------------------------------------ reading
+    @_guard
     def stripe_starts(self) -> list[int]:
         """First row of each stripe, then the row count (reads one CMB)."""
         for i in range(self.num_columns):
@@ -370,7 +420,7 @@ class FermionReader:
             Add ``batch_id`` and ``index_in_batch`` columns (batch-mode files only).
         """
         idx = self.resolve(columns)
-        terms = F.parse(filter)
+        terms = F.parse(filter) if filter is not None else []
         fidx = self.resolve([t.column for t in terms]) if terms else []
         extra = [c for c in dict.fromkeys(fidx) if c not in idx]
         allidx = idx + extra
@@ -383,21 +433,28 @@ class FermionReader:
             p = self._prune(t, i)
             if p is not None:
                 ivs = _intersect(ivs, p)
-        coll = Collector(self.max_decoded_bytes)
+        coll = self._collector()
         fins = [self._plan_column(self._cmeta[i], ivs, coll) for i in allidx]
         coll.run(self._rr, gap=self.gap, parallel=self.parallel)
-        arrays = [pa.chunked_array(f(), type=self._fields[i].type) for f, i in zip(fins, allidx, strict=True)]
-        fields = [self._fields[i] for i in allidx]
+        arrays: list[Any] = []
+        for f, i in zip(fins, allidx, strict=True):
+            parts = f()
+            arrays.append(parts[0] if len(parts) == 1 else
+                          pa.chunked_array(parts, type=self._fields[i].type))
+        meta = self._meta()
         if with_batch_ids:
             bid, bix = self._batch_columns(ivs)
-            arrays += [pa.chunked_array([bid]), pa.chunked_array([bix])]
+            fields = [self._fields[i] for i in allidx]
+            arrays += [bid, bix]
             fields += [pa.field("batch_id", pa.int64()), pa.field("index_in_batch", pa.int64())]
-        nrows = sum(b - a for a, b in ivs)
-        schema = pa.schema(fields, metadata=self.metadata)
+            schema = pa.schema(fields, metadata=meta)
+        else:
+            schema = self._schema_of(allidx, meta)
         if arrays:
             table = pa.Table.from_arrays(arrays, schema=schema)
         else:
-            table = pa.table({"_": pa.nulls(nrows)}, metadata=self.metadata).select([])
+            nrows = sum(b - a for a, b in ivs)
+            table = pa.table({"_": pa.nulls(nrows)}, metadata=meta).select([])
         if terms:
             table = table.filter(F.expression(terms))
         if extra:
@@ -406,15 +463,250 @@ class FermionReader:
             table = table.select(names)
         return table
 
+    @_guard
+    def read_into(self, columns: Sequence[str | int], out: Sequence[np.ndarray],
+                  row_range: tuple[int, int] | None = None) -> list[np.ndarray | None]:
+        """Decode rows of columns straight into caller-owned numpy arrays.
+
+        Parameters
+        ----------
+        columns
+            Names or indices.
+        out
+            One 1-D, C-contiguous, writable array per column, each of length ``b - a`` for the
+            rows ``[a, b)`` read. What each column kind needs:
+
+            - numbers, timestamps, durations, dates, times (fixed width): any non-object
+              dtype of the column's value width (e.g. an int64 view of a datetime64[ns]
+              buffer). Pages are decoded straight into ``out``; plain pages inside the range
+              are one copy from the source (one ``preadv`` for local files).
+            - string / binary (and large_*): dtype object, filled with ``str`` / ``bytes``.
+              A dictionary-encoded page converts its dictionary once and fills its rows by
+              ``numpy.take``, so equal values of a page share one object.
+            - dictionary of strings / binary: dtype object, filled with the values (one
+              object per dictionary entry and stripe).
+            - bool: a 1-byte non-object dtype (0/1), or object (``True``/``False``).
+            - decimal, fixed_size_binary, list, struct, map, fixed_size_list: dtype object,
+              filled from the Arrow array (``to_numpy(zero_copy_only=False)``).
+            - null type / all-null columns: any of the above.
+        row_range
+            ``(start, stop)`` rows of the file, clipped to it; None reads every row.
+
+        Returns
+        -------
+        list
+            Per column: None when every row read is valid, else a bool array (True = valid)
+            of length ``b - a``. Null slots of object outputs hold None; those of other
+            outputs hold unspecified values.
+
+        Raises
+        ------
+        UserInputException
+            A wrong number, length, shape, dtype or itemsize of ``out`` arrays, or a column
+            kind that cannot fill the given dtype; raised before anything is written.
+        CorruptDataError
+            Corrupt bytes (checksums and structure are verified as by :meth:`read`).
+        """
+        if isinstance(columns, str | int):
+            columns = [columns]
+        if isinstance(out, np.ndarray) or not isinstance(out, Sequence):
+            raise UserInputException("out must be a list of numpy arrays, one per column")
+        idx = self.resolve(columns)
+        if len(out) != len(idx):
+            raise UserInputException(f"{len(idx)} columns but {len(out)} out arrays: pass one "
+                                     "array per column")
+        a, b = 0, self.num_rows
+        if row_range is not None:
+            a, b = max(0, int(row_range[0])), min(self.num_rows, int(row_range[1]))
+        n = max(0, b - a)
+        self._load_fields(idx)
+        modes = [self._into_mode(i, o, n) for i, o in zip(idx, out, strict=True)]
+        if not n:
+            return [None] * len(idx)
+        self._load_cmbs(idx)
+        coll = self._collector()
+        fins = [self._plan_into(self._cmeta[i], mode, o, a, b, coll)
+                for i, mode, o in zip(idx, modes, out, strict=True)]
+        coll.run(self._rr, gap=self.gap, parallel=self.parallel)
+        return [f() for f in fins]
+
+    def _into_mode(self, i: int, o: Any, n: int) -> str:
+        """How column ``i`` fills ``o`` (see :meth:`read_into`); UserInputException if it cannot."""
+        f = self._fields[i]
+        what = f"out array for column {f.name!r} ({f.type})"
+        if not isinstance(o, np.ndarray):
+            raise UserInputException(f"{what} is a {type(o).__name__}: pass a numpy array")
+        if o.ndim != 1 or not o.flags.c_contiguous:
+            raise UserInputException(f"{what} must be 1-D and C-contiguous (got shape {o.shape}, "
+                                     f"strides {o.strides}): pass e.g. a row of a C-ordered block")
+        if not o.flags.writeable:
+            raise UserInputException(f"{what} is read-only: pass a writable array")
+        if len(o) != n:
+            raise UserInputException(f"{what} has {len(o)} rows but the row range holds {n}: "
+                                     f"pass an array of length {n}")
+        obj = o.dtype.hasobject
+        if obj and o.dtype != np.dtype(object):
+            raise UserInputException(f"{what} has dtype {o.dtype}: pass dtype object or a "
+                                     "numeric dtype")
+        if not obj and o.dtype.byteorder == ">":
+            raise UserInputException(f"{what} has big-endian dtype {o.dtype}: pass a "
+                                     "native (little-endian) dtype")
+        nodes = build_nodes(f.type)[0]
+        node = nodes[0]
+        if node.kind == NULL:
+            return "null"
+        if node.kind == FIXED:
+            assert node.dtype is not None
+            w = node.dtype.itemsize
+            if obj or o.dtype.itemsize != w:
+                raise UserInputException(f"{what} holds {w}-byte values but has dtype {o.dtype}: "
+                                         f"pass a numeric array of itemsize {w} "
+                                         f"(e.g. {node.dtype.name} or a view of it)")
+            return "fixed"
+        if node.kind == BOOL and not obj:
+            if o.dtype.itemsize != 1:
+                raise UserInputException(f"{what} has dtype {o.dtype}: pass dtype bool (or "
+                                         "object)")
+            return "bits"
+        if not obj:
+            raise UserInputException(f"{what} is filled with Python objects, not {o.dtype}: "
+                                     "pass an array of dtype object")
+        if node.kind == BINARY:
+            return "binary"
+        if node.kind == DICT:
+            if nodes[node.children[0]].kind != BINARY:
+                raise UserInputException(f"read_into fills dictionary columns of strings or "
+                                         f"binary only, not column {f.name!r} ({f.type}): "
+                                         "use read()")
+            return "dict"
+        return "arrow"
+
+    def _plan_into(self, cm: ColumnMeta, mode: str, dst: np.ndarray, a: int, b: int,
+                   coll: Collector) -> Any:
+        """Register the page jobs filling ``dst`` with rows ``[a, b)``; returns the finisher
+        (which returns the validity mask or None)."""
+        n = b - a
+        if cm.all_null or mode == "null":
+            if dst.dtype.hasobject:
+                dst[:] = None
+            return lambda: np.zeros(n, dtype=bool)
+        if mode == "arrow":
+            fin = self._plan_column(cm, [(a, b)], coll)
+
+            def from_arrow() -> np.ndarray | None:
+                valid: np.ndarray | None = None
+                pos = 0
+                for arr in fin():
+                    m = len(arr)
+                    dst[pos : pos + m] = arr.to_numpy(zero_copy_only=False)
+                    if arr.null_count:
+                        if valid is None:
+                            valid = np.ones(n, dtype=bool)
+                        valid[pos : pos + m] = arr.is_valid().to_numpy(zero_copy_only=False)
+                    pos += m
+                if pos != n:
+                    raise InvalidFileError("decoded column has the wrong length")
+                return valid
+            return from_arrow
+        node = cm.nodes[0]
+        starts = self._stripe_starts(cm)
+        mask: np.ndarray | None = None
+        dicts: list[tuple[int, int, np.ndarray, Any]] = []
+        ds = node.streams[1]
+        for st in range(self.num_stripes):
+            s0, s1 = starts[st], starts[st + 1]
+            lo, hi = max(a, s0) - s0, min(b, s1) - s0
+            if lo >= hi:
+                continue
+            d0, d1 = s0 + lo - a, s0 + hi - a
+            vstate = _state(cm, node.streams[0], st)
+            if vstate != "valid" and mask is None:
+                mask = np.ones(n, dtype=bool)
+            if vstate == "null":
+                assert mask is not None
+                mask[d0:d1] = False
+                continue
+            dpages = cm.plist[ds][st]
+            if s1 > s0 and not len(dpages):
+                raise InvalidFileError("a non-null node has no data pages")
+            if vstate == "pages":
+                assert mask is not None
+                vpages = cm.plist[node.streams[0]][st]
+                if [p[P_ITEMS] for p in vpages] != [p[P_ITEMS] for p in dpages]:
+                    raise InvalidFileError("validity and data pages are not aligned")
+                bits_into(vpages, coll, lo, hi, mask[d0:d1].view(np.uint8), validity=True)
+            if mode == "fixed":
+                assert node.dtype is not None
+                fixed_into(dpages, coll, node.dtype, lo, hi, dst[d0:d1].view(node.dtype))
+            elif mode == "bits":
+                bits_into(dpages, coll, lo, hi, dst[d0:d1].view(np.uint8), validity=False)
+            elif mode == "binary":
+                binary_into(dpages, coll, lo, hi, dst[d0:d1], _object_type(node.type))
+            else:  # dict: indices now, the dictionary after the run
+                assert node.dtype is not None
+                coll.reserve((hi - lo) * node.dtype.itemsize)
+                codes = np.empty(hi - lo, dtype=node.dtype)
+                fixed_into(dpages, coll, node.dtype, lo, hi, codes)
+                dicts.append((d0, d1, codes, plan_whole(cm, node.children[0], st, coll)))
+
+        def finish() -> np.ndarray | None:
+            valid = mask
+            for d0, d1, codes, child in dicts:
+                d = child()
+                if len(codes) and (int(codes.min()) < 0 or int(codes.max()) >= max(len(d), 1)):
+                    raise InvalidFileError("dictionary index out of range")
+                if not len(d):
+                    if valid is None or valid[d0:d1].any():
+                        raise InvalidFileError("dictionary index out of range")
+                    continue
+                objs = d.to_numpy(zero_copy_only=False)
+                np.take(objs, codes, out=dst[d0:d1], mode="clip")
+                if d.null_count:
+                    if valid is None:
+                        valid = np.ones(n, dtype=bool)
+                    valid[d0:d1] &= d.is_valid().to_numpy(zero_copy_only=False)[codes]
+            if valid is None or valid.all():
+                return None
+            if dst.dtype.hasobject:
+                dst[~valid] = None
+            return valid
+
+        return finish
+
+    def _collector(self) -> Collector:
+        rr = self._rr
+        eager = rr.in_memory and (rr.size <= EAGER_FILE_BYTES or not self.parallel)
+        return Collector(self.max_decoded_bytes, rr if eager else None)
+
+    def _schema_of(self, idx: list[int], meta: dict[bytes, bytes] | None) -> pa.Schema:
+        """The schema of columns ``idx``, memoised across readers: segments of one symbol
+        share the (memoised) field objects and metadata dict."""
+        fields = [self._fields[i] for i in idx]
+        key = (*map(id, fields), id(meta))
+        hit = _SCHEMAS.get(key)
+        if hit is not None and hit[1] is meta and all(a is b for a, b in zip(hit[0], fields,
+                                                                             strict=True)):
+            return hit[2]
+        schema = pa.schema(fields, metadata=meta)
+        if len(_SCHEMAS) >= 1024:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = (fields, meta, schema)  # holds the keyed objects: ids stay theirs
+        return schema
+
     def _plan_column(self, cm: ColumnMeta, ivs: Intervals, coll: Collector) -> Any:
         t = cm.field.type
         if cm.all_null:
             return lambda: [pa.nulls(b - a, t) for a, b in ivs]
         starts = self._stripe_starts(cm)
-        per: list[Any] = []
         flat = cm.nodes[0].kind in FLAT_KINDS
+        if len(starts) == 2 and ivs == [(0, starts[1])]:  # one stripe, every row
+            if flat:
+                return plan_flat(cm, 0, 0, coll, None)
+            fin = plan_whole(cm, 0, 0, coll)
+            return lambda: [fin()]
+        per: list[Any] = []
         for st in range(self.num_stripes):
-            s0, s1 = int(starts[st]), int(starts[st + 1])
+            s0, s1 = starts[st], starts[st + 1]
             local = [(max(a, s0) - s0, min(b, s1) - s0) for a, b in ivs if a < s1 and b > s0]
             if not local:
                 continue
@@ -438,12 +730,10 @@ class FermionReader:
             outs = []
             for s in (0, 1):
                 for st in range(self.num_stripes):
-                    pg = cm.pages[s][st]
-                    n = int(cm.node_lengths[st, 0])
+                    pg = cm.plist[s][st]
+                    n = cm.nl[st][0]
                     if n and not len(pg):
                         raise InvalidFileError("batch meta without pages")
-                    from arcticlite.format._decode import _fixed_plan
-
                     outs.append(_fixed_plan(pg, coll, np.dtype(np.int64), n))
             coll.run(self._rr, parallel=False)
             k = self.num_stripes
