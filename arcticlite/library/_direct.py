@@ -144,20 +144,7 @@ def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
 
 
 def _read_into(reader: Any, cols: list[str], outs: list[np.ndarray], rows: tuple[int, int]) -> list[Any]:
-    if hasattr(reader, "read_into"):
-        return reader.read_into(cols, outs, row_range=rows)
-    t = reader.read(cols, row_range=rows)
-    valid: list[Any] = []
-    for col, out in zip(t.columns, outs, strict=True):
-        if out.dtype == object:
-            out[:] = col.to_numpy(zero_copy_only=False)
-        else:
-            c = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-            if pa.types.is_timestamp(c.type):
-                c = c.cast(pa.int64())
-            out[:] = c.fill_null(0).to_numpy(zero_copy_only=False).view(out.dtype) if c.null_count else c.to_numpy(zero_copy_only=False).view(out.dtype)
-        valid.append(None if col.null_count == 0 else col.is_valid().to_numpy(zero_copy_only=False))
-    return valid
+    return reader.read_into(cols, outs, row_range=rows)  # type: ignore[no-any-return]
 
 
 def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
