@@ -36,6 +36,7 @@ import pandas as pd
 import pyarrow as pa
 
 from arcticlite import format as fermion
+from arcticlite.format._decode import empty as _empty
 from arcticlite.index._tindex import hex_digests
 from arcticlite.library._segments import _POOL, _lends_views
 from arcticlite.storage import KVStore
@@ -90,14 +91,14 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
         groups.setdefault(dt, []).append(pos)
     arrays, placement, dest = [], [], {}
     for dt, positions in groups.items():
-        arr = np.empty((len(positions), nrows), dtype=dt)
+        arr = _empty(len(positions) * nrows, dt).reshape(len(positions), nrows)
         arrays.append(arr)
         placement.append(positions)
         for j, pos in enumerate(positions):
             dest[fields[pos].name] = arr[j]
     index = None
     if index_field is not None:
-        index = np.empty(nrows, dtype="datetime64[ns]")
+        index = _empty(nrows, np.dtype("datetime64[ns]"))
         dest[index_field.name] = index
     return Blocks(arrays, placement, dest, index, nrows)
 
