@@ -21,7 +21,8 @@ The scenarios are those of DESIGN §8 that concern the engine:
 - ``memory``: peak memory of a full read of the ``write`` frame in a fresh process:
   the peak RSS during the read (``VmHWM``, reset just before it) minus the RSS just before it,
   divided by the in-memory size of the result (``DataFrame.memory_usage(deep=True)``). Pages of
-  the LMDB memory map that the read touches count in RSS, for both libraries.
+  the LMDB memory map that the read touches count in RSS, for both libraries (arcticlite releases
+  the pages of each large segment from its resident set once the segment is decoded).
 
 Prints a table (scenario | arcticlite | ArcticDB | ratio = arcticlite / ArcticDB, below 1 means
 arcticlite is faster or smaller) and writes JSON to ``benchmarks/results/engine.json``.

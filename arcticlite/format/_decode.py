@@ -24,6 +24,7 @@ import xxhash
 from arcticlite.exceptions import ChecksumError, InvalidFileError
 from arcticlite.format import _codec, _enc_binary, _parallel
 from arcticlite.format import _layout as L
+from arcticlite.format._alloc import empty
 from arcticlite.format._meta import (
     C_FLAGS,
     P_CHECKSUM,
@@ -45,16 +46,6 @@ Pages = Sequence[Page]
 PLAIN_ID = 0
 """Encoding id of a 'plain' blob (docs: _encodings.py): id byte, then the raw values."""
 _U8 = np.dtype(np.uint8)
-
-
-def empty(n: int, dtype: np.dtype[Any]) -> np.ndarray:
-    """An uninitialised 1-D array from Arrow's memory pool. Unlike ``numpy.empty`` (fresh,
-    zero-filled pages from the OS for every large array), the pool reuses memory that earlier
-    reads freed, so a repeated read does not pay a page fault per 4 KiB of its result."""
-    dt = np.dtype(dtype)
-    if dt.hasobject:
-        return np.empty(n, dtype=dt)
-    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dtype=dt)
 
 
 class Collector:

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
+from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import _temp
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -144,12 +145,12 @@ def decode_binary(
         (_, lw, data_len, llen) = _head(mv, BINARY_HDR)
         if lw not in (4, 8):
             raise InvalidFileError(f"bad length width {lw}")
-        lengths = np.empty(count, dtype=f"<u{lw}")
+        lengths = empty(count, f"<u{lw}")
         fixed(_sub(mv, BINARY_HDR.size, llen), lengths.dtype, count, lengths, depth + 1)
         data_off = BINARY_HDR.size + llen
         if len(mv) != data_off + data_len:
             raise FormatEOFError("binary data length does not match the blob size")
-        offsets = np.empty(count + 1, dtype=_I64)
+        offsets = empty(count + 1, _I64)
         offsets[0] = 0
         if count:
             if int(lengths.max()) > data_len:
@@ -208,7 +209,7 @@ def decode_binary_codes(
         if size > count or (size == 0) != (count == 0):
             raise InvalidFileError(f"dictionary of {size} entries for {count} values")
         d_off, d_data = decode_binary(_sub(mv, NESTED_HDR.size, dlen), size, depth + 1, fixed)
-        codes = np.empty(count, dtype=CODE_DTYPE)
+        codes = empty(count, CODE_DTYPE)
         fixed(mv[NESTED_HDR.size + dlen :], CODE_DTYPE, count, codes, depth + 1)
         if count and int(codes.max()) >= size:
             raise InvalidFileError("dictionary code out of range")
@@ -249,7 +250,7 @@ def _gather(
         offsets = np.arange(count + 1, dtype=odt if narrow else _I64)
         np.multiply(offsets, width, out=offsets)
         word = _WORD.get(width, np.dtype(f"V{width}"))
-        out = np.empty(count, dtype=word)
+        out = empty(count, word)
         np.take(np.ascontiguousarray(d_data).view(word), codes, out=out, mode="clip")
         return offsets, out.view(_U8)
     ot: np.dtype[Any]

@@ -96,6 +96,7 @@ import pyarrow as pa
 
 from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileError
 from arcticlite.format import _enc_binary as _bin
+from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -357,7 +358,7 @@ def _encode_sampled(xi: np.ndarray, floats: np.ndarray | None) -> bytes:
 
 def _check_out(out: np.ndarray | None, dtype: np.dtype, count: int) -> np.ndarray:
     if out is None:
-        return np.empty(count, dtype=dtype)
+        return empty(count, dtype)
     if not isinstance(out, np.ndarray) or out.ndim != 1 or len(out) != count:
         raise ValueError(f"out must be a 1-D array of length {count}")
     if out.dtype != dtype:
@@ -473,17 +474,17 @@ def _decode_nested(
     (_, size, first_len) = _head(mv, NESTED_HDR)
     if size > count or (size == 0) != (count == 0):
         raise InvalidFileError(f"{ENCODING_NAMES[eid]} block of {size} entries for {count} values")
-    first = np.empty(size, dtype=dtype)
+    first = empty(size, dtype)
     _decode(_sub(mv, NESTED_HDR.size, first_len), dtype, size, first, depth + 1)
     rest = mv[NESTED_HDR.size + first_len :]
     if eid == RLE:
-        lengths = np.empty(size, dtype=CODE_DTYPE)
+        lengths = empty(size, CODE_DTYPE)
         _decode(rest, CODE_DTYPE, size, lengths, depth + 1)
         if int(lengths.sum(dtype=U64)) != count:
             raise InvalidFileError("run lengths do not add up to the value count")
         out[...] = np.repeat(first, lengths)
         return
-    codes = np.empty(count, dtype=CODE_DTYPE)
+    codes = empty(count, CODE_DTYPE)
     _decode(rest, CODE_DTYPE, count, codes, depth + 1)
     np.take(first, codes, out=out, mode="clip")
 
@@ -508,7 +509,7 @@ def _decode_decimal(
         np.copyto(out, oi, casting="unsafe")  # exact: |digits| <= 2**53 when encoded
         np.divide(out, p, out=out)
     else:
-        ints = np.empty(count, dtype=I64)
+        ints = empty(count, I64)
         _decode(ints_mv, I64, count, ints, depth + 1)
         out[...] = ints / p  # float64 division, then rounded to float32 (as when encoding)
     if n_exc:

@@ -94,6 +94,7 @@ def decode_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     """Small reads decode inline; force the pooled (and, without views, windowed) path too."""
     if request.param == "pooled":
         monkeypatch.setattr(_direct, "POOL_MIN_BYTES", 0)
+        monkeypatch.setattr(_direct, "DECODE_THREADS", 4)
         monkeypatch.setattr(_direct, "FETCH_WINDOW", 3)
     return str(request.param)
 
