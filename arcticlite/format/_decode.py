@@ -463,6 +463,20 @@ def _check_offsets(offs: np.ndarray, data: np.ndarray, cnt: int) -> None:
         raise InvalidFileError("binary page offsets are not monotone within the data")
 
 
+_TAKE_OBJECTS: list[Any] = []
+
+
+def _take_objects() -> Any:
+    """pandas' typed object take, imported on first use (None without pandas)."""
+    if not _TAKE_OBJECTS:
+        try:
+            from pandas._libs.algos import take_1d_object_object
+        except ImportError:  # pragma: no cover - pandas is optional for the format itself
+            take_1d_object_object = None
+        _TAKE_OBJECTS.append(take_1d_object_object)
+    return _TAKE_OBJECTS[0]
+
+
 def binary_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray,
                 atype: pa.DataType) -> None:
     """Items ``[lo, hi)`` of a stripe's BINARY pages as Python objects into ``dst`` (object).
@@ -485,6 +499,13 @@ def binary_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray
                 dst[:] = arr.slice(skip, len(dst)).to_numpy(zero_copy_only=False)
             else:
                 objs = arr.to_numpy(zero_copy_only=False)
-                np.take(objs, codes[skip : skip + len(dst)], out=dst, mode="clip")
+                c = codes[skip : skip + len(dst)]
+                if len(c) and (int(c.min()) < 0 or int(c.max()) >= size):
+                    raise InvalidFileError("dictionary code out of range")
+                take = _take_objects()
+                if take is not None:  # a typed loop: twice as fast as numpy's object take
+                    take(objs, c.astype(np.intp, copy=False), dst, None)
+                else:
+                    np.take(objs, c, out=dst)
 
         coll.add(p, fn)
