@@ -203,17 +203,19 @@ def _run(futures: list[Any]) -> None:
 
 
 def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, index_name: str,
-                 index_range: tuple[int, int]) -> tuple[int, int]:
+                 index_range: tuple[int, int], known: dict[str, tuple[int, np.ndarray]]) -> tuple[int, int]:
     """Absolute rows ``[a, b)`` of a sorted datetime index inside the closed ``index_range``,
-    given the row groups overlapping it (decodes the index of at most two segments)."""
+    given the row groups overlapping it (decodes the index of at most two segments, and leaves
+    them in ``known``: segment key -> (first file row, index values) for :func:`use_known`)."""
     lo, hi = index_range
     digests = hex_digests(leaves)
 
     def index_of(i: int) -> np.ndarray:
+        key = keys.tdata(sym, digests[i])
         off = int(leaves[i]["seg_offset"])
         n = int(leaves[i]["end_row"] - leaves[i]["start_row"])
         out = np.empty(n, dtype=np.int64)
-        with store.read_view(keys.tdata(sym, digests[i])) as src:
+        with store.read_view(key) as src:
             reader = fermion.FermionReader(src, parallel=False)
             try:
                 valid = _read_into(reader, [index_name], [out], (off, off + n))[0]
@@ -221,6 +223,7 @@ def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray
                 reader.close()
         if valid is not None:
             raise NotDirect("nulls in the index")
+        known[key] = (off, out)
         return out
 
     first, last = 0, len(leaves) - 1
@@ -231,6 +234,26 @@ def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray
     if int(leaves[last]["max_index"]) > hi:
         b = int(leaves[last]["start_row"]) + int(np.searchsorted(index_of(last), hi, "right"))
     return a, max(a, b)
+
+
+def use_known(jobs: list[_Job], known: dict[str, tuple[int, np.ndarray]], index_name: str,
+              blocks: Blocks) -> list[_Job]:
+    """Fill the index rows of jobs whose segment's index is already decoded; the jobs left
+    decode only their data columns (none at all for an index-only job)."""
+    if not known or blocks.index is None:
+        return jobs
+    out = []
+    raw = blocks.index.view(np.int64)
+    for j in jobs:
+        hit = known.get(j.key)
+        if hit is None or not j.cols or j.cols[0] != index_name:
+            out.append(j)
+            continue
+        off, values = hit
+        raw[j.at : j.at + j.hi - j.lo] = values[j.lo - off : j.hi - off]
+        if len(j.cols) > 1:
+            out.append(_Job(j.key, j.cols[1:], j.lo, j.hi, j.at, j.nbytes))
+    return out
 
 
 def plan(keys: LibraryKeys, sym: str, leaves: np.ndarray, schema: pa.Schema, n_index: int,

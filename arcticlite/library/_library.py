@@ -581,13 +581,15 @@ class LibraryCore:
         if any(direct.block_dtype(f.type) is None for f in fields):
             return None
         total = rec.index.rows if rec.index is not None else 0
+        known: dict[str, tuple[int, np.ndarray]] = {}  # segment index columns already decoded
         try:
             if ir is not None:
                 if rec.sorted != "ASCENDING":
                     return None
                 if len(leaves):
                     first = leaves[np.unique(leaves["start_row"], return_index=True)[1]]
-                    rows = direct.index_bounds(self._store, self._keys, sym, first, schema.field(0).name, ir)
+                    rows = direct.index_bounds(self._store, self._keys, sym, first, schema.field(0).name, ir,
+                                               known)
                 else:
                     rows = (0, 0)
             else:
@@ -595,6 +597,8 @@ class LibraryCore:
             nrows = rows[1] - rows[0]
             blocks = direct.allocate(fields, schema.field(0) if n_index else None, nrows)
             jobs = direct.plan(self._keys, sym, leaves, schema, n_index, wanted_pos, rows) if nrows else []
+            if n_index:
+                jobs = direct.use_known(jobs, known, schema.field(0).name, blocks)
             direct.fill(self._store, jobs, blocks)
         except direct.NotDirect:
             return None

@@ -40,6 +40,11 @@ WRITE_BATCH_BYTES = 8 << 20
 """Encoded bytes handed to the store per ``write_many`` call (one LMDB transaction)."""
 ENCODE_WINDOW = 2 * THREADS
 """Segment encodes in flight while earlier segments are written."""
+PAGE_SIZE = 1 << 20
+"""Fermion page size of data segments: one page per 8-byte column of a default 100,000-row
+segment. Half as many pages as Fermion's 512 KiB default halves the per-page decode overhead
+(5M-row quote frame: 0.13 s vs 0.16 s to read, 3.1 s vs 5.1 s to write); row ranges inside a
+segment still skip whole pages of the wider columns."""
 SMALL_SEGMENT_BYTES = 64 << 10
 """Segments smaller than this on average are read in one store request (copies are cheap)."""
 
@@ -105,7 +110,8 @@ def write_segments(
 
     def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, cols = task
-        body = fermion.encode(table.select(cols).slice(r0, r1 - r0), parallel=inner_parallel)
+        body = fermion.encode(table.select(cols).slice(r0, r1 - r0), parallel=inner_parallel,
+                              page_size=PAGE_SIZE)
         return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)
 
     rows = np.zeros(len(tasks), dtype=ROW_DTYPE)
