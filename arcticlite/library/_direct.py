@@ -250,6 +250,9 @@ def use_known(jobs: list[_Job], known: dict[str, tuple[int, np.ndarray]], index_
             out.append(j)
             continue
         off, values = hit
+        if not off <= j.lo <= j.hi <= off + len(values):  # another slice of a shared segment
+            out.append(j)
+            continue
         raw[j.at : j.at + j.hi - j.lo] = values[j.lo - off : j.hi - off]
         if len(j.cols) > 1:
             out.append(_Job(j.key, j.cols[1:], j.lo, j.hi, j.at, j.nbytes))

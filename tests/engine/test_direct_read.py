@@ -121,6 +121,21 @@ def test_update_trimmed_segments(lib: Any) -> None:
     assert_frame_equal(_both(lib, "s"), want)
 
 
+@pytest.mark.parametrize("library_options", TILED, indirect=True)
+def test_date_range_over_an_updated_span(lib: Any) -> None:
+    """An update leaves two slices of one segment around the new rows; a date range that
+    starts in one slice and ends in the other reads each slice's own rows."""
+    df = _frame(600)
+    lib.write("s", df)
+    patch = _frame(20, seed=5).set_axis(df.index[250:270])
+    lib.update("s", patch)
+    want = df.copy()
+    want.iloc[250:270] = patch
+    for a, b in [(240, 280), (100, 500), (255, 265), (0, 599), (269, 400)]:
+        t0, t1 = df.index[a], df.index[b]
+        assert_frame_equal(_both(lib, "s", date_range=(t0, t1)), want.loc[t0:t1])
+
+
 def test_nulls_in_floats_strings_and_timestamps(lib: Any) -> None:
     df = _frame(300)
     df.loc[df.index[::7], "f64"] = np.nan
