@@ -12,6 +12,7 @@ The ``*_into`` planners decode rows of a stripe into caller-owned numpy arrays i
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
@@ -463,18 +464,14 @@ def _check_offsets(offs: np.ndarray, data: np.ndarray, cnt: int) -> None:
         raise InvalidFileError("binary page offsets are not monotone within the data")
 
 
-_TAKE_OBJECTS: list[Any] = []
-
-
+@functools.cache
 def _take_objects() -> Any:
     """pandas' typed object take, imported on first use (None without pandas)."""
-    if not _TAKE_OBJECTS:
-        try:
-            from pandas._libs.algos import take_1d_object_object
-        except ImportError:  # pragma: no cover - pandas is optional for the format itself
-            take_1d_object_object = None
-        _TAKE_OBJECTS.append(take_1d_object_object)
-    return _TAKE_OBJECTS[0]
+    try:
+        from pandas._libs.algos import take_1d_object_object
+    except ImportError:  # pragma: no cover - pandas is optional for the format itself
+        return None
+    return take_1d_object_object
 
 
 def binary_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray,

@@ -112,6 +112,15 @@ def _head(mv: memoryview, hdr: struct.Struct) -> tuple[Any, ...]:
     return hdr.unpack_from(mv, 0)
 
 
+def _blob_id(mv: memoryview, depth: int) -> int:
+    """The encoding id of a blob, refusing runaway nesting and empty blobs."""
+    if depth > MAX_NESTING:
+        raise InvalidFileError("encoded blob nests too deeply")
+    if len(mv) < 1:
+        raise FormatEOFError("empty encoded blob")
+    return int(mv[0])
+
+
 def decode_binary(
     mv: memoryview, count: int, depth: int, fixed: FixedDecoder, offsets_dtype: np.dtype = _I64
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -136,11 +145,7 @@ def decode_binary(
     tuple of numpy.ndarray
         ``(offsets, data)``.
     """
-    if depth > MAX_NESTING:
-        raise InvalidFileError("encoded blob nests too deeply")
-    if len(mv) < 1:
-        raise FormatEOFError("empty encoded blob")
-    eid = mv[0]
+    eid = _blob_id(mv, depth)
     if eid == BINARY_PLAIN:
         (_, lw, data_len, llen) = _head(mv, BINARY_HDR)
         if lw not in (4, 8):
@@ -199,11 +204,7 @@ def decode_binary_codes(
         for any other blob, ``None`` and the values' offsets and data (as
         :func:`decode_binary`).
     """
-    if depth > MAX_NESTING:
-        raise InvalidFileError("encoded blob nests too deeply")
-    if len(mv) < 1:
-        raise FormatEOFError("empty encoded blob")
-    eid = mv[0]
+    eid = _blob_id(mv, depth)
     if eid == BINARY_DICT:
         (_, size, dlen) = _head(mv, NESTED_HDR)
         if size > count or (size == 0) != (count == 0):

@@ -140,15 +140,11 @@ def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
     try:
         n = job.hi - job.lo
         outs = [_as_raw(blocks.dest[c][job.at : job.at + n]) for c in job.cols]
-        valid = _read_into(reader, job.cols, outs, (job.lo, job.hi))
+        valid = reader.read_into(job.cols, outs, row_range=(job.lo, job.hi))
         for c, out, v in zip(job.cols, outs, valid, strict=True):
             _patch_nulls(c, out, v)
     finally:
         reader.close()
-
-
-def _read_into(reader: Any, cols: list[str], outs: list[np.ndarray], rows: tuple[int, int]) -> list[Any]:
-    return reader.read_into(cols, outs, row_range=rows)  # type: ignore[no-any-return]
 
 
 def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
@@ -218,7 +214,7 @@ def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray
         with store.read_view(key) as src:
             reader = fermion.FermionReader(src, parallel=False)
             try:
-                valid = _read_into(reader, [index_name], [out], (off, off + n))[0]
+                valid = reader.read_into([index_name], [out], row_range=(off, off + n))[0]
             finally:
                 reader.close()
         if valid is not None:

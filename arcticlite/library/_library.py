@@ -37,7 +37,7 @@ from arcticlite.index._tindex import (
 from arcticlite.library import _direct as direct
 from arcticlite.library import _normalize as norm
 from arcticlite.library._options import LibraryOptions
-from arcticlite.library._segments import Layout, read_segments, write_segments
+from arcticlite.library._segments import Layout, read_segments, wanted_positions, write_segments
 from arcticlite.library._time import as_of_to_ns, to_ns_bound
 from arcticlite.library._types import VersionedItem
 from arcticlite.storage import KVStore
@@ -571,8 +571,7 @@ class LibraryCore:
                 return None
         elif meta.index_kind not in ("range", "none") or n_index:
             return None
-        pos = {name: i for i, name in enumerate(schema.names)}
-        wanted_pos = sorted({pos[w] - n_index for w in wanted if pos.get(w, -1) >= n_index})
+        wanted_pos = wanted_positions(schema, n_index, wanted)
         data_names = [schema.field(n_index + p).name for p in wanted_pos]
         labels, hints = meta.describe(data_names)
         if any(hints):

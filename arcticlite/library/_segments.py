@@ -244,6 +244,16 @@ def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
         reader.close()
 
 
+def wanted_positions(schema: pa.Schema, n_index: int, wanted: Sequence[str]) -> list[int]:
+    """Sorted data-column positions (0 = first data column) of the stored names ``wanted``;
+    names not in ``schema`` are skipped. A few columns of a wide schema cost O(len(wanted))."""
+    if 8 * len(wanted) < len(schema):
+        found = {schema.get_field_index(w) for w in wanted}
+        return sorted(i - n_index for i in found if i >= n_index)
+    pos = {name: i for i, name in enumerate(schema.names[n_index:])}
+    return sorted({pos[w] for w in wanted if w in pos})
+
+
 def read_segments(
     store: KVStore,
     keys: LibraryKeys,
@@ -265,14 +275,8 @@ def read_segments(
     caller still slices the result exactly.
     """
     index_names = [schema.field(i).name for i in range(n_index)]
-    if 8 * len(wanted) < len(schema):  # a few columns of a wide symbol: no O(width) work
-        found = {schema.get_field_index(w) for w in wanted}
-        wanted_pos = sorted(i - n_index for i in found if i >= n_index)
-        data_names: Any = _Names(schema, n_index)
-    else:
-        data_names = schema.names[n_index:]
-        pos = {name: i for i, name in enumerate(data_names)}
-        wanted_pos = sorted({pos[w] for w in wanted if w in pos})
+    wanted_pos = wanted_positions(schema, n_index, wanted)
+    data_names: Any = _Names(schema, n_index) if 8 * len(wanted) < len(schema) else schema.names[n_index:]
     out_schema = pa.schema([schema.field(i) for i in range(n_index)] + [schema.field(n_index + p) for p in wanted_pos])
     if len(leaves) == 0:
         return out_schema.empty_table()

@@ -111,13 +111,19 @@ def test_appended_segments_and_head_tail(lib: Any, decode_mode: str) -> None:
     assert_frame_equal(_both(lib, "s", date_range=(t0, t1)), df.loc[t0:t1])
 
 
-def test_update_trimmed_segments(lib: Any) -> None:
-    df = _frame(900)
+def _updated(lib: Any, n: int, span: tuple[int, int], seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Write ``n`` rows, update rows ``span`` with new values; (written frame, expected frame)."""
+    df = _frame(n)
     lib.write("s", df)
-    patch = _frame(50, seed=3).set_axis(df.index[400:450])
+    patch = _frame(span[1] - span[0], seed=seed).set_axis(df.index[span[0] : span[1]])
     lib.update("s", patch)
     want = df.copy()
-    want.iloc[400:450] = patch
+    want.iloc[span[0] : span[1]] = patch
+    return df, want
+
+
+def test_update_trimmed_segments(lib: Any) -> None:
+    _, want = _updated(lib, 900, (400, 450), seed=3)
     assert_frame_equal(_both(lib, "s"), want)
 
 
@@ -125,12 +131,7 @@ def test_update_trimmed_segments(lib: Any) -> None:
 def test_date_range_over_an_updated_span(lib: Any) -> None:
     """An update leaves two slices of one segment around the new rows; a date range that
     starts in one slice and ends in the other reads each slice's own rows."""
-    df = _frame(600)
-    lib.write("s", df)
-    patch = _frame(20, seed=5).set_axis(df.index[250:270])
-    lib.update("s", patch)
-    want = df.copy()
-    want.iloc[250:270] = patch
+    df, want = _updated(lib, 600, (250, 270), seed=5)
     for a, b in [(240, 280), (100, 500), (255, 265), (0, 599), (269, 400)]:
         t0, t1 = df.index[a], df.index[b]
         assert_frame_equal(_both(lib, "s", date_range=(t0, t1)), want.loc[t0:t1])
