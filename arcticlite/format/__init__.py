@@ -54,7 +54,7 @@ def encode(table: pa.Table, **options: Any) -> bytes:
         The data; every type listed in docs/format.md, nulls anywhere, any chunking.
     **options
         :class:`FermionWriter` options: ``page_size`` (default 512 KiB of raw values),
-        ``stripe_rows``, ``parallel``.
+        ``stripe_rows``, ``parallel``, ``optimize_for`` (``"size"`` or ``"read"``).
 
     Returns
     -------

@@ -496,9 +496,7 @@ def binary_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray
                 dst[:] = arr.slice(skip, len(dst)).to_numpy(zero_copy_only=False)
             else:
                 objs = arr.to_numpy(zero_copy_only=False)
-                c = codes[skip : skip + len(dst)]
-                if len(c) and (int(c.min()) < 0 or int(c.max()) >= size):
-                    raise InvalidFileError("dictionary code out of range")
+                c = codes[skip : skip + len(dst)]  # unsigned, checked below ``size``
                 take = _take_objects()
                 if take is not None:  # a typed loop: twice as fast as numpy's object take
                     take(objs, c.astype(np.intp, copy=False), dst, None)

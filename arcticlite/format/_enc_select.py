@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite.format._enc_bitpack import bit_width, pack, packed_words
+from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_spec import (
     BITPACK,
     CONSTANT,
@@ -75,7 +76,8 @@ SMALL = 1024
 _MASK64 = (1 << 64) - 1
 #: Runner-up schemes are encoded for real only if estimated within this factor of the best.
 TOP_SPREAD = 4.0
-#: RLE is considered only for an average run length of at least this (decode cost).
+#: RLE is considered only for an average run length of at least this (decode cost); the
+#: ``read`` policy of :mod:`._enc_policy` sets its own.
 MIN_AVG_RUN = 4
 _U32_LIMIT = 1 << 32
 _INF = math.inf
@@ -151,7 +153,7 @@ def _est_rle(s: np.ndarray, n: int, depth: int, mode: int) -> float:
     starts_mask = np.ones(s.shape, dtype=bool)
     starts_mask[:, 1:] = change
     runs = int(starts_mask.sum())
-    if runs * MIN_AVG_RUN > s.size:
+    if runs * max(MIN_AVG_RUN, _policy().min_avg_run) > s.size:
         return _INF
     flat_starts = np.flatnonzero(starts_mask.reshape(-1))
     ends = np.append(flat_starts[1:], s.size)

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
+from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_spec import CODEC_HDR, LZ4, ZSTD
 
 __all__ = [
@@ -63,7 +64,24 @@ def _worth_trying(blob: bytes) -> bool:
     return len(probe) <= (1 - MIN_SAVING / 2) * _PROBE
 
 
+def _choose_lz4(variants: list[bytes]) -> tuple[int, int | None, int, bytes]:
+    """The smallest of ``variants`` and their LZ4 wrappers (the ``read`` policy)."""
+    smallest = min(len(v) for v in variants)
+    best: tuple[int, int | None, int, bytes] = (0, None, 0, variants[0])
+    for i, v in enumerate(variants):
+        cand: tuple[int, int | None, int, bytes] = (i, None, 0, v)
+        if 64 <= len(v) <= MAX_VARIANT_SPREAD * smallest:
+            lz = wrap(LZ4, v)
+            if len(lz) <= (1 - MIN_SAVING) * len(v):
+                cand = (i, LZ4, 0, lz)
+        if len(cand[3]) < len(best[3]):
+            best = cand
+    return best
+
+
 def _choose(variants: list[bytes]) -> tuple[int, int | None, int, bytes]:
+    if not _policy().zstd:
+        return _choose_lz4(variants)
     order = sorted(range(len(variants)), key=lambda i: len(variants[i]))
     smallest = len(variants[order[0]])
     unique: list[int] = []
@@ -102,7 +120,8 @@ def choose_codec(variants: list[bytes]) -> tuple[int, int | None, int]:
     more than :data:`MAX_VARIANT_SPREAD` times the smallest are not compressed; the others
     are tried with ZSTD level 1, the best of them again at the higher levels of
     :data:`ZSTD_LEVELS` (low levels often win on lightweight-encoded data), and LZ4 replaces
-    ZSTD when within :data:`LZ4_SLACK` of its size (it decodes several times faster).
+    ZSTD when within :data:`LZ4_SLACK` of its size (it decodes several times faster). Under
+    the ``read`` policy (:mod:`._enc_policy`) LZ4 is the only codec tried.
 
     Parameters
     ----------

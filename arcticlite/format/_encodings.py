@@ -98,8 +98,10 @@ from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileE
 from arcticlite.format import _enc_binary as _bin
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
+from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
+    MODE_NARROW,
     MODE_SPLIT,
     SCHEME_OF_ID,
     encode_candidates,
@@ -333,8 +335,10 @@ def _variants(xi: np.ndarray, floats: np.ndarray | None) -> list[tuple[bytes, in
         # nothing lightweight beats plain here (nor will the byte-plane mode), or the blob is
         # already so small that the byte-plane variants are not worth building
         return out
-    # byte-aligned widths as byte planes: what zstd models best
-    out += [(b, MODE_SPLIT) for b in encode_candidates(xi, 0, MODE_SPLIT, floats, top=2)]
+    # byte-aligned widths as byte planes: what zstd models best (plain byte-aligned widths
+    # under the ``read`` policy: LZ4 gains less from planes than reassembling them costs)
+    mode = MODE_SPLIT if _policy().zstd else MODE_NARROW
+    out += [(b, mode) for b in encode_candidates(xi, 0, mode, floats, top=2)]
     if 2 * min(len(b) for b, _ in out) > xi.nbytes:
         out.append((encode_plain(xi), MODE_BITPACK))
     return out

@@ -34,6 +34,7 @@ from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.format import _codec
 from arcticlite.format import _layout as L
 from arcticlite.format._encodings import incompressible_many, plain_parts
+from arcticlite.format._enc_policy import POLICIES, SIZE, run_with
 from arcticlite.format._parallel import run_jobs
 from arcticlite.format._types import (
     BINARY,
@@ -341,6 +342,10 @@ class FermionWriter:
         Rows buffered per stripe before its pages are encoded and written.
     parallel
         Encode pages in the shared thread pool.
+    optimize_for
+        ``"size"`` (default): the smallest encoding and codec of each page. ``"read"``: only
+        encodings that decode fast (LZ4 instead of ZSTD, run-length encoding only for long
+        runs), for data read far more often than stored; see :mod:`._enc_policy`.
 
     Notes
     -----
@@ -350,7 +355,11 @@ class FermionWriter:
 
     def __init__(self, sink: Any = None, schema: pa.Schema | None = None, *,
                  page_size: int = L.DEFAULT_PAGE_SIZE, stripe_rows: int = DEFAULT_STRIPE_ROWS,
-                 parallel: bool = True) -> None:
+                 parallel: bool = True, optimize_for: str = "size") -> None:
+        if optimize_for not in POLICIES:
+            raise UserInputException(f"optimize_for={optimize_for!r} is not one of "
+                                     f"{sorted(POLICIES)}")
+        self._policy = POLICIES[optimize_for]
         if page_size < 64 or page_size > (1 << 30):
             raise UserInputException(f"page_size={page_size} must be within [64, 2**30]")
         if stripe_rows < 1:
@@ -489,7 +498,10 @@ class FermionWriter:
                 # a page stored plain costs a min/max and a checksum: not worth a thread hand-off
                 weights = [0 if type(j) is _FixedPage and j.plain else w
                            for j, w in zip(work.jobs[a:b], work.weights[a:b], strict=True)]
-                results = run_jobs(work.jobs[a:b], weights, parallel=self.parallel)
+                jobs = work.jobs[a:b]
+                if self._policy is not SIZE:
+                    jobs = [functools.partial(run_with, self._policy, j) for j in jobs]
+                results = run_jobs(jobs, weights, parallel=self.parallel)
                 self._record_pages(stripe, work.streams[a:b], results)
             if wait:
                 self._out.flush()

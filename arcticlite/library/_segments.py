@@ -45,6 +45,9 @@ PAGE_SIZE = 1 << 20
 segment. Half as many pages as Fermion's 512 KiB default halves the per-page decode overhead
 (5M-row quote frame: 0.13 s vs 0.16 s to read, 3.1 s vs 5.1 s to write); row ranges inside a
 segment still skip whole pages of the wider columns."""
+OPTIMIZE_FOR = "read"
+"""Fermion encoding policy of data segments: decode speed over bytes (LZ4, not ZSTD; no
+short-run RLE). 5M-row quote frame: read 0.11 s vs 0.125 s, 24 MB vs 17 MB stored."""
 SMALL_SEGMENT_BYTES = 64 << 10
 """Segments smaller than this on average are read in one store request (copies are cheap)."""
 
@@ -111,7 +114,7 @@ def write_segments(
     def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, cols = task
         body = fermion.encode(table.select(cols).slice(r0, r1 - r0), parallel=inner_parallel,
-                              page_size=PAGE_SIZE)
+                              page_size=PAGE_SIZE, optimize_for=OPTIMIZE_FOR)
         return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)
 
     rows = np.zeros(len(tasks), dtype=ROW_DTYPE)

@@ -1,0 +1,59 @@
+"""What a writer optimises its encodings for: the smallest file, or the fastest read.
+
+The encoders choose among cascades and codecs by size. A writer created with
+``optimize_for="read"`` narrows that choice to encodings that decode fast, at some cost in
+bytes:
+
+- LZ4 is the only general-purpose codec offered (it decodes several times faster than ZSTD;
+  a page is still stored uncompressed unless LZ4 saves :data:`~._enc_wrap.MIN_SAVING`);
+- run-length encoding needs runs of :attr:`Policy.min_avg_run` values on average (short runs
+  cost a ``numpy.repeat`` that is slower than decoding the values themselves).
+
+Both choices only restrict the candidates: files are the same format and every reader decodes
+them. The policy is per thread, set by the writer around each page job (page jobs run on the
+writer's thread or in the shared pool).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["POLICIES", "READ", "SIZE", "Policy", "current", "run_with"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Restrictions on the encodings a writer may choose."""
+
+    name: str
+    #: Whether ZSTD may wrap a page (else LZ4 only).
+    zstd: bool
+    #: Run-length encoding is considered only for at least this average run length.
+    min_avg_run: int
+
+
+SIZE = Policy("size", zstd=True, min_avg_run=4)
+READ = Policy("read", zstd=False, min_avg_run=16)
+POLICIES = {p.name: p for p in (SIZE, READ)}
+
+_LOCAL = threading.local()
+
+
+def current() -> Policy:
+    """The policy of the page job running on this thread (``size`` outside any job)."""
+    return getattr(_LOCAL, "policy", SIZE)
+
+
+def run_with(policy: Policy, job: Callable[[], T]) -> T:
+    """Run ``job`` on this thread under ``policy``."""
+    prev: Any = getattr(_LOCAL, "policy", SIZE)
+    _LOCAL.policy = policy
+    try:
+        return job()
+    finally:
+        _LOCAL.policy = prev

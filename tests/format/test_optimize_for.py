@@ -1,0 +1,88 @@
+"""``FermionWriter(optimize_for=...)``: the ``read`` policy trades bytes for decode speed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from arcticlite.exceptions import UserInputException
+from arcticlite.format import FermionReader, FermionWriter, decode, encode
+from tests.format.conftest import assert_same
+from tests.format.test_properties import tables
+
+
+def quote_table(n: int = 200_000, seed: int = 3) -> pa.Table:
+    """Quote-like columns: every encoding family the cascades choose from."""
+    rng = np.random.default_rng(seed)
+    ts = np.cumsum(rng.exponential(5_000, n).astype(np.int64) * 1_000)
+    ticks = 10_000 + np.cumsum(rng.integers(-1, 2, n) * (rng.random(n) < 0.3))
+    venues = np.array(["NYSE", "NASDAQ", "ARCA", "BATS", "IEX"])
+    return pa.table({
+        "ts": pa.array(ts.astype("datetime64[ns]")),
+        "bid": ticks / 100.0,
+        "runs": np.repeat(rng.integers(0, 1_000, n // 8), 8),  # short runs: RLE by size only
+        "size": np.maximum(1, rng.lognormal(1.0, 1.0, n).astype(np.int64)) * 100,
+        "noise": rng.standard_normal(n),
+        "venue": venues[rng.integers(0, len(venues), n)],
+        "text": [f"order-{i % 5_000}-{'x' * (i % 7)}" for i in range(n)],
+    })
+
+
+def encodings(blob: bytes) -> list[str]:
+    with FermionReader(blob) as r:
+        return [r.describe_page(s["offset"], s["compressed"])
+                for i in range(r.num_columns) for s in r.page_stats(i)]
+
+
+def test_read_policy_has_no_zstd_and_no_short_runs() -> None:
+    t = quote_table()
+    small, fast = encode(t), encode(t, optimize_for="read")
+    assert_same(decode(fast), t)
+    assert any("zstd" in e for e in encodings(small))  # the data does compress with ZSTD
+    fast_encs = encodings(fast)
+    assert not any("zstd" in e for e in fast_encs), fast_encs
+    assert not any("rle" in e for e in fast_encs), fast_encs
+    assert not any("split" in e for e in fast_encs), fast_encs
+    assert any("lz4" in e for e in fast_encs), fast_encs
+    # still far smaller than the raw values, though larger than the size-optimised file
+    assert len(small) < len(fast) < t.nbytes / 3
+
+
+def test_size_is_the_default_and_unchanged() -> None:
+    t = quote_table(50_000)
+    assert encode(t) == encode(t, optimize_for="size")
+
+
+def test_read_policy_decodes_into_buffers() -> None:
+    t = quote_table(120_000).select(["ts", "bid", "size", "venue"])
+    blob = encode(t, optimize_for="read", page_size=1 << 16)
+    for a, b in [(0, t.num_rows), (1_000, 61_000)]:
+        n = b - a
+        out = [np.empty(n, "datetime64[ns]"), np.empty(n), np.empty(n, np.int64),
+               np.empty(n, object)]
+        with FermionReader(blob) as r:
+            assert r.read_into(t.column_names, out, row_range=(a, b)) == [None] * 4
+        for name, arr in zip(t.column_names, out, strict=True):
+            np.testing.assert_array_equal(arr, t.column(name).to_numpy()[a:b])
+
+
+def test_policy_does_not_leak_into_other_writers() -> None:
+    t = quote_table(50_000)
+    before = encode(t)
+    w = FermionWriter(None, t.schema, optimize_for="read", parallel=True)
+    w.write(t)
+    w.close()
+    assert encode(t) == before  # the pool threads are back to the default policy
+
+
+def test_unknown_policy_is_refused() -> None:
+    with pytest.raises(UserInputException, match="optimize_for='speed'.*read.*size"):
+        FermionWriter(None, pa.schema([("a", pa.int64())]), optimize_for="speed")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_read_policy_roundtrip(t: pa.Table) -> None:
+    assert_same(decode(encode(t, optimize_for="read", page_size=512)), t)
