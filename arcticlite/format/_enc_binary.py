@@ -13,12 +13,14 @@ import pyarrow.compute as pc
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import _temp
+from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
     MODE_NARROW,
     MODE_SPLIT,
     NO_DICT,
     encode_candidates,
+    encode_plain,
 )
 from arcticlite.format._enc_spec import (
     BINARY_DICT,
@@ -52,9 +54,11 @@ def _as_bytes_array(data: bytes | memoryview | np.ndarray) -> np.ndarray:
     return np.frombuffer(region(data), _U8)
 
 
-def _encode_plain(lengths: np.ndarray, payload: np.ndarray, mode: int) -> bytes:
+def _encode_plain(lengths: np.ndarray, payload: np.ndarray, mode: int,
+                  cascades: bool = True) -> bytes:
     lw = 4 if len(lengths) == 0 or int(lengths.max()) < (1 << 32) else 8
-    lblob = encode_candidates(lengths.astype(f"<u{lw}"), 1, mode)[0]
+    lengths = lengths.astype(f"<u{lw}")
+    lblob = encode_candidates(lengths, 1, mode)[0] if cascades else encode_plain(lengths)
     header = BINARY_HDR.pack(BINARY_PLAIN, lw, len(payload), len(lblob))
     return b"".join((header, lblob, payload.data))
 
@@ -72,6 +76,8 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
     if start < 0 or end > len(raw) or (n and int(lengths.min()) < 0):
         raise ValueError("offsets are not non-decreasing within the data")
     payload = raw[start:end]
+    if not _policy().cascades:
+        return _encode_plain(lengths, payload, MODE_BITPACK, cascades=False)
     # a byte-plane variant of the lengths only matters when they are a sizeable part
     modes = (MODE_BITPACK, MODE_SPLIT) if len(payload) < 16 * max(1, n) else (MODE_BITPACK,)
     variants = [_encode_plain(lengths, payload, m) for m in modes]

@@ -9,6 +9,10 @@ bytes:
 - run-length encoding needs runs of :attr:`Policy.min_avg_run` values on average (short runs
   cost a ``numpy.repeat`` that is slower than decoding the values themselves).
 
+``optimize_for="write"`` skips the choice altogether: every page is stored plain (or constant),
+uncompressed: the cheapest file to write and to read, and the largest (for small, short-lived
+files such as the open tail segment of a symbol that receives many small appends).
+
 Both choices only restrict the candidates: files are the same format and every reader decodes
 them. The policy is per thread, set by the writer around each page job (page jobs run on the
 writer's thread or in the shared pool).
@@ -21,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["POLICIES", "READ", "SIZE", "Policy", "current", "run_with"]
+__all__ = ["POLICIES", "READ", "SIZE", "WRITE", "Policy", "current", "run_with"]
 
 T = TypeVar("T")
 
@@ -35,11 +39,14 @@ class Policy:
     zstd: bool
     #: Run-length encoding is considered only for at least this average run length.
     min_avg_run: int
+    #: Whether cascades and codecs are tried at all (else plain or constant pages only).
+    cascades: bool = True
 
 
 SIZE = Policy("size", zstd=True, min_avg_run=4)
 READ = Policy("read", zstd=False, min_avg_run=16)
-POLICIES = {p.name: p for p in (SIZE, READ)}
+WRITE = Policy("write", zstd=False, min_avg_run=16, cascades=False)
+POLICIES = {p.name: p for p in (SIZE, READ, WRITE)}
 
 _LOCAL = threading.local()
 

@@ -216,7 +216,7 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
     xi = x.view(unsigned_of(x.dtype)) if floats is not None else x
     if is_constant(xi):
         return bytes((CONSTANT,)) + xi[:1].tobytes()
-    if n <= TINY_ARRAY:
+    if n <= TINY_ARRAY or not _policy().cascades:
         # a handful of values (a small append): choosing a cascade costs more than it saves
         return encode_plain(x)
     if not allow_compression:

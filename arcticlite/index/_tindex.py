@@ -38,13 +38,18 @@ ROW_DTYPE = np.dtype(
         ("seg_offset", "<i8"),  # leaf: first row of the segment referenced
         ("seg_rows", "<i8"),  # leaf: rows in the segment; internal: leaf rows in the subtree
         ("nbytes", "<u8"),  # leaf: bytes of the segment; internal: bytes of the subtree's data
-        ("flags", "<u4"),  # bit 0: delta segment (merge-on-read, reserved)
+        ("flags", "<u4"),  # bit 0: delta segment (merge-on-read, reserved); bit 1: open tail
         ("_pad", "<u4"),
     ]
 )
 assert ROW_DTYPE.itemsize == 88
 
 FANOUT = 256
+#: Leaf flag: the segment is a symbol's open tail, written uncompressed by a small append; the
+#: next small append replaces it with a segment holding its rows and the new ones.
+FLAG_OPEN_TAIL = 2
+#: Index nodes an index IO keeps after loading them (an append walks the rightmost path twice).
+_MEMO_NODES = 16
 
 EMPTY = np.zeros(0, dtype=ROW_DTYPE)
 
@@ -113,6 +118,7 @@ class TableIndexIO:
         self._read = read_node
         self._read_many = read_nodes or (lambda ds: [read_node(d) for d in ds])
         self._write = write_nodes
+        self._memo: dict[str, tuple[int, np.ndarray]] = {}  # nodes are immutable
 
     # -- node codec ------------------------------------------------------------------------
     @staticmethod
@@ -129,7 +135,29 @@ class TableIndexIO:
         return int(header["level"]), np.frombuffer(blob, dtype=ROW_DTYPE)
 
     def load(self, digest: str) -> tuple[int, np.ndarray]:
-        return self._decode(self._read(digest))
+        hit = self._memo.get(digest)
+        if hit is None:
+            hit = self._decode(self._read(digest))
+            if len(self._memo) >= _MEMO_NODES:
+                self._memo.clear()
+            self._memo[digest] = hit
+        return hit
+
+    def _rightmost_path(self, root: IndexRoot) -> list[np.ndarray]:
+        path: list[np.ndarray] = []
+        digest = root.digest
+        for _ in range(root.height):
+            assert digest is not None
+            _, node = self.load(digest)
+            path.append(node)
+            digest = node[-1]["digest"].tobytes().hex()
+        return path
+
+    def last_leaf_rows(self, root: IndexRoot, n: int) -> np.ndarray:
+        """The last ``n`` leaf rows, if the rightmost leaf node holds that many (else fewer)."""
+        if root.digest is None or n <= 0:
+            return EMPTY
+        return self._rightmost_path(root)[-1][-n:]
 
     # -- building ----------------------------------------------------------------------------
     @staticmethod
@@ -178,20 +206,22 @@ class TableIndexIO:
         out: dict[str, bytes] = {}
         return self._finish(self._write_level(rows, 0, out), 1, out)
 
-    def append(self, root: IndexRoot, new_rows: np.ndarray) -> IndexRoot:
-        """Add leaf rows after the last ones, rewriting only the rightmost path."""
+    def append(self, root: IndexRoot, new_rows: np.ndarray, replace_last: int = 0) -> IndexRoot:
+        """Add leaf rows after the last ones, rewriting only the rightmost path; with
+        ``replace_last``, the last that many leaf rows (all in the rightmost leaf node, see
+        :meth:`last_leaf_rows`) are dropped first."""
         if root.digest is None:
             return self.build(new_rows)
-        if len(new_rows) == 0:
+        if len(new_rows) == 0 and not replace_last:
             return root
-        path: list[np.ndarray] = []
-        digest = root.digest
-        for _ in range(root.height):
-            _, node = self.load(digest)
-            path.append(node)
-            digest = node[-1]["digest"].tobytes().hex()
+        path = self._rightmost_path(root)
+        leaf = path[-1]
+        if replace_last:
+            if replace_last > len(leaf) or not len(new_rows):
+                raise ValueError("replace_last must name rows of the rightmost leaf and be replaced")
+            leaf = leaf[: len(leaf) - replace_last]
         out: dict[str, bytes] = {}
-        entries = self._write_level(np.concatenate([path[-1], new_rows]), 0, out)
+        entries = self._write_level(np.concatenate([leaf, new_rows]), 0, out)
         level = 1
         for parent in reversed(path[:-1]):
             entries = self._write_level(np.concatenate([parent[:-1], entries]), level, out)

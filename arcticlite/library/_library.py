@@ -27,6 +27,7 @@ from arcticlite.exceptions import (
 )
 from arcticlite.index._tindex import (
     EMPTY_ROOT,
+    FLAG_OPEN_TAIL,
     ROW_DTYPE,
     IndexRoot,
     TableIndexIO,
@@ -37,7 +38,16 @@ from arcticlite.index._tindex import (
 from arcticlite.library import _direct as direct
 from arcticlite.library import _normalize as norm
 from arcticlite.library._options import LibraryOptions
-from arcticlite.library._segments import Layout, read_segments, wanted_positions, write_segments
+from arcticlite.library._segments import (
+    OPTIMIZE_FOR,
+    Layout,
+    col_slices,
+    is_small_append,
+    read_segments,
+    wanted_positions,
+    write_segments,
+    write_tail,
+)
 from arcticlite.library._time import as_of_to_ns, to_ns_bound
 from arcticlite.library._types import VersionedItem
 from arcticlite.storage import KVStore
@@ -396,16 +406,21 @@ class LibraryCore:
         sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
         layout = self._layout(meta)
         is_dt = meta.index_kind == "datetime"
-        segs: dict[str, bytes] = {}
+        segs: dict[str, bytes] = {}  # the segments of the attempt being committed
+        small = is_small_append(table, layout)
+        fresh: dict[str, bytes] = {}
         leaves = write_segments(self._store, self._keys, sym, table, layout, start_row=0, is_datetime=is_dt,
-                                sink=segs)
+                                sink=fresh, optimize_for="write" if small else OPTIMIZE_FOR,
+                                flags=FLAG_OPEN_TAIL if small else 0)
         first, last = self._index_bounds(table, meta)
         mbytes = self._pickle_meta(metadata)
         nodes: dict[str, bytes] = {}
         index = self._index_for(sym, nodes)
 
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            nodes.clear()  # nodes of a lost attempt are not needed
+            nodes.clear()  # nodes and tail segments of a lost attempt are not needed
+            segs.clear()
+            segs.update(fresh)
             base = self._engine.live_from_head(sym, head)
             if base is None:
                 root = index.build(leaves)
@@ -431,7 +446,20 @@ class LibraryCore:
                     f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(first)} to existing "
                     f"sequence ending at {_ts(base.last_index)} (version {base.seq}); sort the frame or use update()"
                 )
-            root = index.append(base.index or EMPTY_ROOT, shifted(leaves, brows, row_numbers_index=not is_dt))
+            tail = None
+            broot = base.index
+            merged: dict[str, bytes] = {}
+            if small and broot is not None and broot.digest is not None:
+                # the rows join the symbol's open tail: one segment replaced, none added
+                ncs = len(col_slices(len(table.column_names) - layout.n_index, layout))
+                tail = write_tail(self._store, self._keys, sym, index.last_leaf_rows(broot, ncs), table,
+                                  layout, is_datetime=is_dt, sink=merged)
+            if tail is not None and broot is not None:
+                segs.clear()
+                segs.update(merged)
+                root = index.append(broot, tail, replace_last=len(tail))
+            else:
+                root = index.append(base.index or EMPTY_ROOT, shifted(leaves, brows, row_numbers_index=not is_dt))
             out_meta = merged_meta(bmeta, meta, schema)
             s = _combine_sorted(base.sorted, sorted_new, base.last_index, first, brows, table.num_rows)
             return self._data_record(

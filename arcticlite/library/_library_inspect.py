@@ -9,7 +9,7 @@ import pandas as pd
 
 from arcticlite import format as fermion
 from arcticlite.format._encodings import ENCODING_NAMES as _ENC
-from arcticlite.index._tindex import EMPTY_ROOT, hex_digests
+from arcticlite.index._tindex import EMPTY_ROOT, FLAG_OPEN_TAIL, hex_digests
 from arcticlite.library._library import LibraryCore, check_symbol
 
 
@@ -33,7 +33,8 @@ class InspectMixin(LibraryCore):
 
     def inspect_index(self, symbol: str, as_of: Any = None) -> pd.DataFrame:
         """The table-index rows of a version: one per segment (row range, column range,
-        index range, key, bytes)."""
+        index range, key, bytes, and whether it is the symbol's open tail: written plain by a
+        small append, to be replaced by the next one with its rows added)."""
         sym = check_symbol(symbol)
         rec = self._resolve(sym, as_of)
         leaves = self._index_for(sym).leaves(rec.index or EMPTY_ROOT)
@@ -43,6 +44,7 @@ class InspectMixin(LibraryCore):
             "min_index": leaves["min_index"], "max_index": leaves["max_index"],
             "seg_offset": leaves["seg_offset"], "seg_rows": leaves["seg_rows"],
             "bytes": leaves["nbytes"],
+            "open_tail": (leaves["flags"] & FLAG_OPEN_TAIL) != 0,
         })
         df["key"] = [self._keys.tdata(sym, d) for d in hex_digests(leaves)]
         return df
