@@ -11,7 +11,11 @@ beyond cutting its pages and running one page job. So the incompressibility test
 pages of a stripe runs in bulk (``_encodings.incompressible_many``); a page it marks is written
 straight from the Arrow buffer (``_encodings.plain_parts`` and ``os.writev``: no blob is
 built); and the CMBs of all columns are assembled by array operations over all page and chunk
-records (``_build_cmbs``), not column by column.
+records (``_build_cmbs_bulk``), not column by column.
+
+A small file (a few columns in one stripe: every small append to a symbol) is the opposite case:
+there the fixed cost of each numpy call dominates, so its CMBs (``_build_cmbs_small``), and the
+CIT, name index and footer of every file, are packed record by record with ``struct``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import bisect
 import functools
 import itertools
 import os
+import struct
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +39,9 @@ import xxhash
 from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.format import _codec
 from arcticlite.format import _layout as L
-from arcticlite.format._encodings import incompressible_many, plain_parts
 from arcticlite.format._enc_policy import POLICIES, SIZE, run_with
-from arcticlite.format._parallel import run_jobs
+from arcticlite.format._encodings import incompressible_many, plain_parts
+from arcticlite.format._parallel import MIN_PARALLEL_BYTES, run_jobs
 from arcticlite.format._types import (
     BINARY,
     BOOL,
@@ -56,6 +62,10 @@ from arcticlite.format._types import (
 DEFAULT_STRIPE_ROWS = 1 << 20
 _GROUP_BYTES = 8 << 20
 """Raw bytes of the pages encoded (and handed to the sink) together."""
+_SMALL_CMB_RECORDS = 128
+"""Up to this many chunks + pages in a file, its CMBs are packed record by record
+(``FermionWriter._build_cmbs_small``): the bulk builder's ~150 numpy calls cost a fixed
+~0.2 ms, more than a Python loop over so few records."""
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -94,8 +104,10 @@ def _ffill(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return values[idx]
 
 
-_STAT_TYPES: dict[str, type[np.generic]] = {"i": np.int64, "u": np.uint64, "f": np.float64}
-"""The 8-byte type statistics of each kind are stored as (docs/format.md, Statistics)."""
+_MINMAX_FORMATS = {"i": struct.Struct("<2q"), "u": struct.Struct("<2Q"), "f": struct.Struct("<2d")}
+"""Packs a page's (min, max) of each statistics kind as the 8-byte type it is stored as
+(int64, uint64, float64; docs/format.md, Statistics). Numpy scalars of any width convert
+exactly."""
 _KIND_CODES = {"": 0, "i": 1, "u": 2, "f": 3}
 _CODE_DTYPES = {1: np.dtype("<i8"), 2: np.dtype("<u8"), 3: np.dtype("<f8")}
 
@@ -156,6 +168,52 @@ def _put(area: np.ndarray, word: np.ndarray, records: np.ndarray) -> None:
         area[word[:, None] + np.arange(w)] = records.view("<u8").reshape(len(records), w)
 
 
+# ----------------------------------------------------------------------------- single records
+# A handful of records (the footer, the CIT and name index of a narrow table, the CMBs of a
+# small one) are packed one by one with ``struct``: a numpy record array costs microseconds per
+# field assignment, which is most of the cost of writing a small file.
+_STRUCT_CODES = {"<u8": "Q", "<u4": "I", "<u2": "H", "|u1": "B"}
+
+
+def _record_struct(dtype: np.dtype[Any], upto: int | None = None) -> struct.Struct:
+    """The ``struct`` format of (the fields before byte ``upto`` of) a ``_layout`` record dtype,
+    so that ``pack(*fields)`` gives the same bytes as the record's ``tobytes()``."""
+    assert dtype.names is not None and dtype.fields is not None
+    fmt, pos = "<", 0
+    for name in dtype.names:
+        ft, off = dtype.fields[name][:2]
+        if upto is not None and off >= upto:
+            break
+        assert off == pos, f"{dtype}: gap before {name}"  # no implicit padding
+        fmt += _STRUCT_CODES.get(ft.str) or f"{ft.itemsize}s"  # S4 / V8 / V3: raw bytes
+        pos += ft.itemsize
+    assert pos == (dtype.itemsize if upto is None else upto), f"{dtype}: gap at the end"
+    return struct.Struct(fmt)
+
+
+_CMB_HEADER = _record_struct(L.CMB_HEADER_DTYPE)
+_STREAM_META = _record_struct(L.STREAM_DTYPE)
+_CHUNK_DESC = _record_struct(L.CHUNK_DTYPE)
+_PAGE_META = _record_struct(L.PAGE_DTYPE)
+_CIT_HEAD = _record_struct(L.CIT_DTYPE, upto=56)  # the entry checksum covers these 56 bytes
+_FOOTER = _record_struct(L.FOOTER_DTYPE)
+_SLOT_HEAD = _record_struct(L.NAME_SLOT_DTYPE, upto=12)  # hash, column: what the check covers
+_U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
+_STAT_FORMATS = {1: struct.Struct("<q"), 2: struct.Struct("<Q"), 3: struct.Struct("<d")}
+"""How the 8-byte min/max of each statistics kind code compare (as ``_CODE_DTYPES``)."""
+_HEADER = L.MAGIC + struct.pack("<HH", L.VERSION_MAJOR, L.VERSION_MINOR)
+
+
+def _name_slot(h: int, column: int) -> bytes:
+    """A name index slot: name hash, column and their check (``L.slot_check``)."""
+    head = _SLOT_HEAD.pack(h, column)
+    return head + _U32.pack(L.checksum(head) & 0xFFFFFFFF)
+
+
+_EMPTY_SLOT = _name_slot(0, L.EMPTY_SLOT)
+"""An empty name index slot: the same in every file."""
+
+
 # ----------------------------------------------------------------------------- output
 class _Sink:
     """The writer's output: buffers are gathered and written in few large calls.
@@ -167,7 +225,9 @@ class _Sink:
     one), which writes in order while the writer encodes the next pages. :meth:`flush` writes
     the rest and waits: the writer calls it before ``write``/``append_batch`` return, so no
     reference to the caller's data outlives the call. Another file object gets one ``write``
-    of the joined buffers per flush; the memory sink keeps joined chunks.
+    of the joined buffers per flush. The memory sink joins the buffers into a chunk on
+    :meth:`flush` only: those of the last stripe (which close() only starts) and of the metadata
+    are joined once, with the chunks, by :meth:`getvalue` (a one-stripe file is copied once).
     """
 
     FLUSH_BYTES = 8 << 20
@@ -212,7 +272,7 @@ class _Sink:
 
     def _write(self, background: bool) -> None:
         parts = self._parts
-        if not parts:
+        if not parts or (self.file is None and background):  # memory: nothing to start
             return
         self._parts, self._pending = [], 0
         if self.file is None:
@@ -244,10 +304,10 @@ class _Sink:
             self._io = None
 
     def getvalue(self) -> bytes:
-        self.flush()
-        out = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
-        self._chunks = []
-        return out
+        """The memory sink's file: its chunks and the buffers gathered since, joined."""
+        pieces = [*self._chunks, *self._parts]
+        self._chunks, self._parts, self._pending = [], [], 0
+        return pieces[0] if len(pieces) == 1 and type(pieces[0]) is bytes else b"".join(pieces)
 
 
 def _writev_all(file: Any, parts: list[Any]) -> None:
@@ -268,10 +328,16 @@ def _writev_all(file: Any, parts: list[Any]) -> None:
             batch = [memoryview(batch[k])[done:], *batch[k + 1 :]]
 
 
+def _run_all(jobs: list[Any]) -> list[Any]:
+    return [job() for job in jobs]
+
+
 def _groups(weights: list[int], size: int) -> list[tuple[int, int]]:
     """Split jobs into consecutive groups of about ``size`` total weight."""
     if not weights:
         return []
+    if sum(weights) <= size:  # one group (the common case of a small stripe), without numpy
+        return [(0, len(weights))]
     cw = np.cumsum(weights)
     cuts = np.unique(np.searchsorted(cw, np.arange(size, int(cw[-1]), size), side="left") + 1)
     bounds = [0, *cuts[cuts < len(weights)].tolist(), len(weights)]
@@ -390,10 +456,11 @@ class FermionWriter:
         self._stripe_rows_list: list[int] = []
         # per stripe: (3, streams) item/null counts and flags of every chunk
         self._chunk_counts: list[np.ndarray] = []
-        # per group of pages: (stripe, stream, PageMeta records, statistics kind codes)
-        self._page_recs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        # per group of pages: (stripe, stream of each page, their packed PageMeta records,
+        # statistics kind code of each page)
+        self._page_recs: list[tuple[int, list[int], bytes, bytes]] = []
         self._closed = False
-        self._out.add(L.MAGIC + np.array([L.VERSION_MAJOR, L.VERSION_MINOR], "<u2").tobytes())
+        self._out.add(_HEADER)
         if schema is not None:
             self._set_schema(schema)
 
@@ -459,9 +526,12 @@ class FermionWriter:
             stripe, rest = _no_columns(min(nrows, total)), _no_columns(max(0, total - nrows))
         else:
             table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-            stripe, rest = table.slice(0, nrows), table.slice(nrows)
-        self._pending = [rest] if rest.num_rows else []
-        self._pending_rows = rest.num_rows
+            if nrows >= table.num_rows:  # all of it (e.g. a small table at close): no slicing
+                stripe, rest = table, None
+            else:
+                stripe, rest = table.slice(0, nrows), table.slice(nrows)
+        self._pending = [rest] if rest is not None and rest.num_rows else []
+        self._pending_rows = rest.num_rows if rest is not None else 0
         allowed = None
         if self._batch_mode:
             ids = np.array([b for b, _ in self._pending_batches], dtype=np.int64)
@@ -499,9 +569,13 @@ class FermionWriter:
                 weights = [0 if type(j) is _FixedPage and j.plain else w
                            for j, w in zip(work.jobs[a:b], work.weights[a:b], strict=True)]
                 jobs = work.jobs[a:b]
-                if self._policy is not SIZE:
-                    jobs = [functools.partial(run_with, self._policy, j) for j in jobs]
-                results = run_jobs(jobs, weights, parallel=self.parallel)
+                if not self.parallel or sum(weights) < MIN_PARALLEL_BYTES:
+                    # run_jobs would run them inline: set the policy once, not per job
+                    results = run_with(self._policy, functools.partial(_run_all, jobs))
+                else:
+                    if self._policy is not SIZE:
+                        jobs = [functools.partial(run_with, self._policy, j) for j in jobs]
+                    results = run_jobs(jobs, weights, parallel=True)
                 self._record_pages(stripe, work.streams[a:b], results)
             if wait:
                 self._out.flush()
@@ -515,26 +589,15 @@ class FermionWriter:
         self._num_rows += n
 
     def _record_pages(self, stripe: int, streams: list[int], results: list[_PageOut]) -> None:
-        """Append the pages' blobs to the sink and keep their PageMeta records."""
+        """Append the pages' blobs to the sink and keep their PageMeta records (packed, with
+        ``first_item`` 0: the CMB builders set it)."""
         if not results:
             return
-        add = self._out.add_parts
-        offsets = [add(r[0]) for r in results]
-        _, length, checksum, encoding, raw, items, nulls, flags, minmax, kind = zip(*results, strict=True)
-        n = len(results)
-        rec = np.zeros(n, dtype=L.PAGE_DTYPE)
-        rec["offset"] = offsets
-        rec["checksum"] = np.fromiter(checksum, dtype=np.uint64, count=n)
-        rec["length"] = length
-        rec["raw_length"] = raw
-        rec["item_count"] = items
-        rec["null_count"] = nulls
-        rec["flags"] = flags
-        rec["encoding"] = encoding
-        words = rec.view("<u8").reshape(n, L.PAGE_DTYPE.itemsize // 8)
-        words[:, 2:4] = np.frombuffer(b"".join(minmax), dtype="<u8").reshape(n, 2)  # min, max
-        self._page_recs.append((np.full(n, stripe, dtype=np.int64), np.array(streams, dtype=np.int64),
-                                rec, np.array(kind, dtype=np.uint8)))
+        add, pack = self._out.add_parts, _PAGE_META.pack
+        recs = [pack(add(blob), checksum, minmax[:8], minmax[8:], length, raw, items, nulls, flags,
+                     encoding, b"", 0)
+                for blob, length, checksum, encoding, raw, items, nulls, flags, minmax, _ in results]
+        self._page_recs.append((stripe, streams, b"".join(recs), bytes([r[9] for r in results])))
 
     def _decompose(self, col: _Column, ni: int, arr: pa.Array, allowed: np.ndarray | None,
                    lengths: list[int], work: _StripeWork) -> None:
@@ -656,47 +719,41 @@ class FermionWriter:
         area, cmb_start, cmb_len, cmb_sum = self._build_cmbs(entries)
         out.add(area)
         schema_off = out.pos
-        blobs = [serialize_field(e[0]) for e in entries]
-        field_len = np.array([len(b) for b in blobs], dtype=np.int64)
-        field_sum = np.fromiter((L.checksum(b) for b in blobs), dtype=np.uint64, count=len(blobs))
+        assert self._schema is not None
+        blobs = _field_blobs(self._schema)
+        if self._batch_mode:
+            blobs.append(serialize_field(entries[-1][0]))
         out.add(b"".join(blobs))
-        meta_blob = serialize_schema_meta(self._schema.metadata if self._schema is not None else None)
+        meta_blob = _schema_meta_blob(self._schema)
         meta_off = out.add(meta_blob)
         schema_len = out.pos - schema_off
         ncols = len(self._columns)
-        slots = self._name_index([c.field.name for c in self._columns])
-        name_off = out.add(slots.tobytes())
-        cit = np.zeros(len(entries), dtype=L.CIT_DTYPE)
-        cit["cmb_offset"] = data_end + cmb_start
-        cit["cmb_length"] = cmb_len
-        cit["cmb_checksum"] = cmb_sum
-        cit["field_offset"] = schema_off + _exclusive_cumsum(field_len)[:-1]
-        cit["field_length"] = field_len
-        cit["field_checksum"] = field_sum
-        cit["null_count"] = [e[4] for e in entries]
-        if self._num_rows:
-            cit["flags"][:ncols] = np.where(cit["null_count"][:ncols] == self._num_rows, L.CIT_ALL_NULL, 0)
-        if self._batch_mode:
-            cit["flags"][ncols] = L.CIT_SYSTEM_BATCH_META
-        cit["checksum"] = L.cit_entry_checksums(cit)
-        cit_off = out.add(cit.tobytes())
-        footer = np.zeros(1, dtype=L.FOOTER_DTYPE)
-        f = footer[0]
-        f["num_rows"] = self._num_rows
-        f["cmb_area_offset"], f["cmb_area_length"] = data_end, len(area)
-        f["schema_offset"], f["schema_length"] = schema_off, schema_len
-        f["schema_meta_offset"], f["schema_meta_length"] = meta_off, len(meta_blob)
-        f["num_columns"] = ncols
-        f["name_index_offset"], f["name_index_slots"] = name_off, len(slots)
-        f["num_stripes"] = len(self._stripe_rows_list)
-        f["cit_offset"], f["cit_entries"] = cit_off, len(cit)
-        f["page_size"] = self.page_size
-        f["settings"] = L.SETTING_BATCH_MODE if self._batch_mode else 0
-        f["schema_meta_checksum"] = L.checksum(meta_blob)
-        f["version_major"], f["version_minor"] = L.VERSION_MAJOR, L.VERSION_MINOR
-        f["footer_size"], f["magic"] = L.FOOTER_SIZE, L.MAGIC
-        f["footer_checksum"] = L.footer_checksum(footer.tobytes())
-        out.add(footer.tobytes())
+        slots, num_slots = self._name_index([c.field.name for c in self._columns])
+        name_off = out.add(slots)
+        # CIT: one 64-byte entry per column (+ the batch-meta system column), packed one by one:
+        # each entry needs its own checksum anyway
+        cit = []
+        field_off = schema_off
+        for e, (start, length, cmb_sum_e, blob, entry) in enumerate(
+                zip(cmb_start, cmb_len, cmb_sum, blobs, entries, strict=True)):
+            null_count = entry[4]
+            if e == ncols:
+                flags = L.CIT_SYSTEM_BATCH_META
+            else:
+                flags = L.CIT_ALL_NULL if self._num_rows and null_count == self._num_rows else 0
+            head = _CIT_HEAD.pack(data_end + start, field_off, cmb_sum_e, L.checksum(blob),
+                                  null_count, length, len(blob), flags, 0)
+            cit.append(head)
+            cit.append(_U64.pack(L.checksum(head)))
+            field_off += len(blob)
+        cit_off = out.add(b"".join(cit))
+        footer = _FOOTER.pack(
+            self._num_rows, data_end, len(area), schema_off, schema_len, meta_off, len(meta_blob),
+            ncols, name_off, num_slots, len(self._stripe_rows_list), cit_off, len(entries),
+            self.page_size, L.SETTING_BATCH_MODE if self._batch_mode else 0,
+            L.checksum(meta_blob), 0, 0, L.VERSION_MAJOR, L.VERSION_MINOR, L.FOOTER_SIZE, L.MAGIC)
+        lo, hi = L.FOOTER_CHECKSUM_SPAN
+        out.add(footer[:lo] + _U64.pack(L.footer_checksum(footer)) + footer[hi:])
         if self._file is None:
             return out.getvalue()
         try:
@@ -709,39 +766,140 @@ class FermionWriter:
             self._file.flush()
         return None
 
-    def _name_index(self, names: list[str]) -> np.ndarray:
+    @staticmethod
+    def _name_index(names: list[str]) -> tuple[bytes, int]:
+        """The name index (open addressing, linear probing, at least twice as many slots as
+        names) and its slot count."""
         m = 2
         while m < 2 * len(names):
             m *= 2
         mask = m - 1
-        hashes = [L.name_hash(nm) for nm in names]
-        column = [L.EMPTY_SLOT] * m
-        for i, h in enumerate(hashes):
+        slots = [_EMPTY_SLOT] * m
+        for i, name in enumerate(names):
+            h = L.name_hash(name)
             j = h & mask
-            while column[j] != L.EMPTY_SLOT:
+            while slots[j] is not _EMPTY_SLOT:
                 j = (j + 1) & mask
-            column[j] = i
-        slots = np.zeros(m, dtype=L.NAME_SLOT_DTYPE)
-        slots["column"] = column
-        filled = np.flatnonzero(slots["column"] != L.EMPTY_SLOT)
-        slots["hash"][filled] = np.array(hashes, dtype=np.uint64)[slots["column"][filled]]
-        # the slot check (L.slot_check) hashes the slot's first 12 bytes: hash u64, column u32
-        raw = memoryview(slots.tobytes())
-        slots["check"] = np.fromiter((L.checksum(raw[i : i + 12]) & 0xFFFFFFFF
-                                      for i in range(0, 16 * m, 16)), dtype=np.uint32, count=m)
-        return slots
+            slots[j] = _name_slot(h, i)
+        return b"".join(slots), m
 
     def _build_cmbs(self, entries: list[tuple[pa.Field, tuple[tuple[int, ...], ...], int,
                                               list[list[int]], int]]
-                    ) -> tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]:
-        """Build the CMB of every CIT entry at once (docs/format.md §3).
+                    ) -> tuple[memoryview | bytes, list[int], list[int], list[int]]:
+        """Build the CMB of every CIT entry (docs/format.md §3).
 
         ``entries`` holds per CIT entry its field, stream layout (:func:`_stream_layout`), node
-        count, node lengths per stripe and null count. Streams are numbered across entries
-        (entry ``e``'s streams follow entry ``e - 1``'s) and every stream has one chunk per
-        stripe, so chunk ``(g, t)`` sits at ``g * T + t`` of the (streams × stripes) arrays, in
-        CMB order. Returns the CMB area and, per entry, the CMB offset in the area, length and
-        checksum (an all-null column has no CMB: length 0 at the next CMB's offset).
+        count, node lengths per stripe and null count. Returns the CMB area and, per entry, the
+        CMB offset in the area, length and checksum (an all-null column has no CMB: length 0 at
+        the next CMB's offset).
+
+        Files with up to :data:`_SMALL_CMB_RECORDS` chunks and pages get their CMBs record by
+        record (:meth:`_build_cmbs_small`), larger ones by array operations over all records at
+        once (:meth:`_build_cmbs_bulk`); both write the same bytes.
+        """
+        chunks = sum(len(e[1][0]) for e in entries) * len(self._stripe_rows_list)
+        pages = sum(len(p[1]) for p in self._page_recs)
+        if chunks + pages <= _SMALL_CMB_RECORDS:
+            return self._build_cmbs_small(entries)
+        area, start, size, sums = self._build_cmbs_bulk(entries)
+        return area, start.tolist(), size.tolist(), sums.tolist()
+
+    def _build_cmbs_small(self, entries: list[tuple[pa.Field, tuple[tuple[int, ...], ...], int,
+                                                    list[list[int]], int]]
+                          ) -> tuple[bytes, list[int], list[int], list[int]]:
+        """:meth:`_build_cmbs` record by record with ``struct`` (few chunks and pages).
+
+        Mirrors :meth:`_build_cmbs_bulk` step by step: the two must write the same bytes.
+        """
+        T = len(self._stripe_rows_list)
+        stripes = range(T)
+        ncols = len(self._columns)
+        all_null_rows = self._num_rows  # a user column with this many nulls has no CMB
+        # (items, nulls, flags) of each chunk, by stream then stripe; the batch-meta streams
+        # (after the user columns' streams) hold one batch-meta item per batch
+        per_stripe = [zip(*c.tolist(), strict=True) for c in self._chunk_counts]
+        chunk_counts: list[Any] = list(zip(*per_stripe, strict=True)) if T else [()] * self._num_streams
+        batch_chunks = [(len(ids), 0, 0) for ids, _ in self._batch_stripes]
+        # the PageMeta fields (as a list) and statistics kind of each page, by chunk
+        # (stream * T + stripe), in the order written
+        chunk_pages: dict[int, list[tuple[list[Any], int]]] = {}
+        for t, p_stream, recs, p_kind in self._page_recs:
+            for g, fields, kind in zip(p_stream, _PAGE_META.iter_unpack(recs), p_kind, strict=True):
+                chunk_pages.setdefault(g * T + t, []).append((list(fields), kind))
+        stripe_rows = struct.pack(f"<{T}Q", *self._stripe_rows_list)
+        no_pages: list[tuple[list[Any], int]] = []
+        cmbs: list[bytes] = []
+        starts: list[int] = []
+        sizes: list[int] = []
+        sums: list[int] = []
+        pos = g0 = 0
+        for e, (_, layout, n_nodes, node_lengths, null_count) in enumerate(entries):
+            stype, snode, skind, scode = layout
+            n_streams = len(stype)
+            streams = range(g0, g0 + n_streams)
+            g0 += n_streams
+            starts.append(pos)
+            if e < ncols and all_null_rows and null_count == all_null_rows:  # no CMB
+                sizes.append(0)
+                sums.append(0)
+                continue
+            counts = [chunk_counts[g] if g < len(chunk_counts) else batch_chunks for g in streams]
+            pages = [[chunk_pages.get(g * T + t, no_pages) for t in stripes] for g in streams]
+            # desc types: a validity stream is USE_DEFAULT when every chunk holding items is
+            # ALL_VALID, FORCE_NULL when they all are ALL_NULL (and there is one), else FULL;
+            # another stream is FULL when it has pages
+            full = []
+            for i in range(n_streams):
+                if stype[i] == L.STREAM_VALIDITY:
+                    states = {f & (L.FLAG_ALL_VALID | L.FLAG_ALL_NULL) for k, _, f in counts[i] if k}
+                    desc = (L.DESC_USE_DEFAULT if states <= {L.FLAG_ALL_VALID} else
+                            L.DESC_FORCE_NULL if states == {L.FLAG_ALL_NULL} else L.DESC_FULL)
+                else:
+                    desc = L.DESC_FULL if any(pages[i]) else L.DESC_USE_DEFAULT
+                full.append(desc)
+            n_full = full.count(L.DESC_FULL)
+            n_pg = sum(len(p) for ps in pages for p in ps)
+            st_off = 32 + 8 * T + 8 * T * n_nodes
+            ck_off = st_off + 16 * n_streams
+            pg_off = ck_off + 64 * T * n_full
+            parts = [_CMB_HEADER.pack(L.CMB_MAGIC, T, n_streams, n_nodes, n_full * T, n_pg, 0),
+                     stripe_rows,
+                     struct.pack(f"<{T * n_nodes}Q", *itertools.chain.from_iterable(node_lengths))]
+            frank = 0  # FULL streams before this one
+            for i in range(n_streams):
+                parts.append(_STREAM_META.pack(full[i], stype[i], snode[i],
+                                               ck_off + 64 * T * frank if full[i] == L.DESC_FULL else 0,
+                                               skind[i], scode[i], 0, 0))
+                frank += full[i] == L.DESC_FULL
+            # chunk descs of the FULL streams, then the page metas of all pages in chunk order
+            n_seen = 0  # pages of the chunks before
+            pmetas: list[bytes] = []
+            for i in range(n_streams):
+                for t in stripes:
+                    ps = pages[i][t]
+                    if full[i] == L.DESC_FULL:
+                        parts.append(_chunk_desc(counts[i][t], ps, pg_off + 64 * n_seen))
+                    n_seen += len(ps)
+                    first_item = 0
+                    for rec, _ in ps:
+                        rec[11] = first_item  # PageMeta.first_item: items before it in the chunk
+                        first_item += rec[6]
+                        pmetas.append(_PAGE_META.pack(*rec))
+            cmb = b"".join(parts + pmetas)
+            cmbs.append(cmb)
+            sizes.append(len(cmb))
+            sums.append(L.checksum(cmb))
+            pos += len(cmb)
+        return b"".join(cmbs), starts, sizes, sums
+
+    def _build_cmbs_bulk(self, entries: list[tuple[pa.Field, tuple[tuple[int, ...], ...], int,
+                                                   list[list[int]], int]]
+                         ) -> tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_build_cmbs` for every CIT entry at once, by array operations.
+
+        Streams are numbered across entries (entry ``e``'s streams follow entry ``e - 1``'s) and
+        every stream has one chunk per stripe, so chunk ``(g, t)`` sits at ``g * T + t`` of the
+        (streams × stripes) arrays, in CMB order.
         """
         T = len(self._stripe_rows_list)
         E = len(entries)
@@ -761,11 +919,13 @@ class FermionWriter:
                 counts[0, user.shape[1] :] = [len(ids) for ids, _ in self._batch_stripes]
         c_items, c_nulls, c_flags = counts[0], counts[1], counts[2]
         # ---- pages, in CMB order: by chunk, then in order written
-        if self._page_recs:
-            p_stripe, p_stream, recs, p_kind = (np.concatenate(x) for x in zip(*self._page_recs, strict=True))
-        else:
-            p_stripe = p_stream = np.zeros(0, dtype=np.int64)
-            recs, p_kind = np.zeros(0, dtype=L.PAGE_DTYPE), np.zeros(0, dtype=np.uint8)
+        groups = self._page_recs
+        p_stripe = np.repeat(np.array([t for t, *_ in groups], dtype=np.int64),
+                             [len(streams) for _, streams, _, _ in groups])
+        p_stream = np.fromiter(itertools.chain.from_iterable(g[1] for g in groups), dtype=np.int64,
+                               count=len(p_stripe))
+        recs = np.frombuffer(b"".join(g[2] for g in groups), dtype=L.PAGE_DTYPE)
+        p_kind = np.frombuffer(b"".join(g[3] for g in groups), dtype=np.uint8)
         key = p_stream * T + p_stripe
         order = np.argsort(key, kind="stable")
         key, recs, p_kind = key[order], recs[order], p_kind[order]
@@ -909,6 +1069,80 @@ class FermionWriter:
             self._file.close()
 
 
+def _chunk_desc(counts: tuple[int, int, int], pages: list[tuple[list[Any], int]],
+                page_meta_offset: int) -> bytes:
+    """One packed ChunkDesc (``FermionWriter._build_cmbs_small``): ``counts`` are the chunk's
+    (items, nulls, flags), ``pages`` its (PageMeta fields, statistics kind) in order.
+
+    Its min/max are those of its pages with statistics (the first page holding the extreme
+    gives the bits: 0.0 and -0.0 tie), per statistics kind, a later kind winning; its flags add
+    the pages' HAS_NAN and PREFIX_STATS.
+    """
+    items, nulls, flags = counts
+    lo = hi = _ZERO16[:8]
+    if pages:
+        offset, length = pages[0][0][0], 0
+        for rec, _ in pages:
+            flags |= rec[8] & (L.FLAG_HAS_NAN | L.FLAG_PREFIX_STATS)
+            length += rec[4]
+        stat = [(rec, kind) for rec, kind in pages if kind in _STAT_FORMATS and rec[8] & L.FLAG_HAS_STATS]
+        if len(stat) == 1:
+            lo, hi = stat[0][0][2], stat[0][0][3]
+            flags |= L.FLAG_HAS_STATS
+        elif stat:
+            for code, fmt in _STAT_FORMATS.items():
+                sel = [rec for rec, kind in stat if kind == code]
+                if sel:
+                    los = [fmt.unpack(rec[2])[0] for rec in sel]
+                    his = [fmt.unpack(rec[3])[0] for rec in sel]
+                    lo, hi = sel[los.index(min(los))][2], sel[his.index(max(his))][3]
+            flags |= L.FLAG_HAS_STATS
+    else:
+        offset = length = 0
+    return _CHUNK_DESC.pack(offset, length, lo, hi, items, nulls, len(pages), page_meta_offset,
+                            flags, 0)
+
+
+_FIELD_BLOBS: dict[bytes, tuple[bytes, ...]] = {}
+_FIELD_BLOBS_LOCK = threading.Lock()
+_FIELD_BLOBS_MAX = 256
+"""Schemas whose field blobs :func:`_field_blobs` keeps (the oldest is dropped)."""
+_FIELD_BLOBS_COLUMNS = 256
+"""Only schemas of up to this many columns are cached: the small files written often."""
+
+
+def _field_blobs(schema: pa.Schema) -> list[bytes]:
+    """The schema entry (``serialize_field``) of every field of ``schema``.
+
+    Cached by the IPC serialization of the schema without its own metadata (which pandas
+    varies from one append to the next): equal bytes mean equal fields, nested metadata
+    included, and serializing the schema once costs less than serializing each field.
+    """
+    if len(schema) > _FIELD_BLOBS_COLUMNS:
+        return [serialize_field(f) for f in schema]
+    key = schema.remove_metadata().serialize().to_pybytes()
+    blobs = _FIELD_BLOBS.get(key)
+    if blobs is None:
+        blobs = tuple(serialize_field(f) for f in schema)
+        with _FIELD_BLOBS_LOCK:  # writers run in pool threads
+            if len(_FIELD_BLOBS) >= _FIELD_BLOBS_MAX:
+                del _FIELD_BLOBS[next(iter(_FIELD_BLOBS))]
+            _FIELD_BLOBS[key] = blobs
+    return list(blobs)
+
+
+def _schema_meta_blob(schema: pa.Schema | None) -> bytes:
+    """The schema-metadata blob of ``schema`` (``serialize_schema_meta``), cached by content:
+    appends to a symbol often carry the same pandas metadata."""
+    meta = schema.metadata if schema is not None else None
+    return _serialized_meta(None if meta is None else tuple(meta.items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _serialized_meta(items: tuple[tuple[bytes, bytes], ...] | None) -> bytes:
+    return serialize_schema_meta(None if items is None else dict(items))
+
+
 def _no_columns(n: int) -> pa.Table:
     return pa.table({"_": pa.nulls(n)}).select([])
 
@@ -981,7 +1215,7 @@ class _FixedPage:
                     flags = L.FLAG_HAS_NAN
                     lo, hi = np.fmin.reduce(sv), np.fmax.reduce(sv)
                 if lo == lo:  # not all NaN
-                    minmax = np.array((lo, hi), dtype=_STAT_TYPES[stats]).tobytes()
+                    minmax = _MINMAX_FORMATS[stats].pack(lo, hi)
                     return (*blob, v.nbytes, count, nulls, flags | L.FLAG_HAS_STATS, minmax,
                             _KIND_CODES[stats])
                 return (*blob, v.nbytes, count, nulls, flags, _ZERO16, 0)

@@ -86,3 +86,16 @@ def test_unknown_policy_is_refused() -> None:
 @given(tables())
 def test_read_policy_roundtrip(t: pa.Table) -> None:
     assert_same(decode(encode(t, optimize_for="read", page_size=512)), t)
+
+
+def test_write_policy_stores_every_page_plain() -> None:
+    t = quote_table(30_000)
+    blob = encode(t, optimize_for="write")
+    assert set(encodings(blob)) <= {"plain", "constant", "binary(lengths=plain)"}, set(encodings(blob))
+    assert_same(decode(blob), t)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_write_policy_roundtrip(t: pa.Table) -> None:
+    assert_same(decode(encode(t, optimize_for="write", page_size=512)), t)

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from arcticlite.format import FermionReader, FermionWriter
+from arcticlite.format import FermionReader, FermionWriter, decode
 from arcticlite.format._encodings import (
     _incompressible_floats,
     encode_fixed,
@@ -17,6 +19,7 @@ from arcticlite.format._encodings import (
     plain_parts,
 )
 from tests.format.conftest import assert_same
+from tests.format.test_properties import tables
 
 
 def _arrays() -> list[np.ndarray]:
@@ -87,3 +90,41 @@ def test_batch_mode_to_a_path(tmp_path: Path) -> None:
     with FermionReader(path) as r:
         assert_same(r.read(), t)
         assert_same(r.read_batch(1), t.slice(7_000, 7_000))
+
+
+def _encode_with(t: pa.Table, small_records: int, batches: list[int] | None, **opts: object) -> bytes:
+    from arcticlite.format import _writer
+
+    old = _writer._SMALL_CMB_RECORDS
+    _writer._SMALL_CMB_RECORDS = small_records
+    try:
+        w = FermionWriter(None, t.schema, **opts)  # type: ignore[arg-type]
+        if batches is None:
+            w.write(t)
+        else:
+            pos = 0
+            for n in batches:
+                w.append_batch(t.slice(pos, n))
+                pos += n
+        out = w.close()
+    finally:
+        _writer._SMALL_CMB_RECORDS = old
+    assert out is not None
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.sampled_from([64, 512, 1 << 19]), st.sampled_from([3, 50, 1 << 20]),
+       st.booleans(), st.sampled_from(["size", "read", "write"]))
+def test_small_and_bulk_cmb_builders_write_the_same_bytes(t: pa.Table, page_size: int, stripe_rows: int,
+                                                          batch: bool, policy: str) -> None:
+    """Small files get their CMBs record by record, large ones by array operations: the two
+    builders must agree byte for byte on every file."""
+    batches = None
+    if batch:
+        n = t.num_rows
+        batches = [n // 3, n - n // 3] if n else []
+    opts = dict(page_size=page_size, stripe_rows=stripe_rows, optimize_for=policy, parallel=False)
+    small = _encode_with(t, 1 << 30, batches, **opts)
+    assert small == _encode_with(t, 0, batches, **opts)
+    assert_same(decode(small), t)
