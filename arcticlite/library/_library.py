@@ -409,9 +409,20 @@ class LibraryCore:
         segs: dict[str, bytes] = {}  # the segments of the attempt being committed
         small = is_small_append(table, layout)
         fresh: dict[str, bytes] = {}
-        leaves = write_segments(self._store, self._keys, sym, table, layout, start_row=0, is_datetime=is_dt,
-                                sink=fresh, optimize_for="write" if small else OPTIMIZE_FOR,
-                                flags=FLAG_OPEN_TAIL if small else 0)
+        fresh_rows: list[np.ndarray] = []
+
+        def new_segments() -> np.ndarray:
+            """Leaf rows of the new rows as segments of their own (encoded on first need: a small
+            append that joins the open tail never needs them)."""
+            if not fresh_rows:
+                fresh_rows.append(write_segments(
+                    self._store, self._keys, sym, table, layout, start_row=0, is_datetime=is_dt, sink=fresh,
+                    optimize_for="write" if small else OPTIMIZE_FOR, flags=FLAG_OPEN_TAIL if small else 0))
+            segs.update(fresh)
+            return fresh_rows[0]
+
+        if not small:
+            new_segments()  # encoded (and written, when large) before the commit loop
         first, last = self._index_bounds(table, meta)
         mbytes = self._pickle_meta(metadata)
         nodes: dict[str, bytes] = {}
@@ -420,10 +431,9 @@ class LibraryCore:
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
             nodes.clear()  # nodes and tail segments of a lost attempt are not needed
             segs.clear()
-            segs.update(fresh)
             base = self._engine.live_from_head(sym, head)
             if base is None:
-                root = index.build(leaves)
+                root = index.build(new_segments())
                 return self._data_record(
                     "write" if head is None else "append", head, seq, index=root, meta=meta,
                     schema=table.schema, first=first, last=last, sorted_=sorted_new, metadata=mbytes,
@@ -455,11 +465,11 @@ class LibraryCore:
                 tail = write_tail(self._store, self._keys, sym, index.last_leaf_rows(broot, ncs), table,
                                   layout, is_datetime=is_dt, sink=merged)
             if tail is not None and broot is not None:
-                segs.clear()
                 segs.update(merged)
                 root = index.append(broot, tail, replace_last=len(tail))
             else:
-                root = index.append(base.index or EMPTY_ROOT, shifted(leaves, brows, row_numbers_index=not is_dt))
+                root = index.append(base.index or EMPTY_ROOT,
+                                    shifted(new_segments(), brows, row_numbers_index=not is_dt))
             out_meta = merged_meta(bmeta, meta, schema)
             s = _combine_sorted(base.sorted, sorted_new, base.last_index, first, brows, table.num_rows)
             return self._data_record(
