@@ -308,8 +308,12 @@ class QueryBuilder:
         """Accepted for ArcticDB compatibility; arcticlite has one execution strategy."""
 
     def concat(self, join: str = "outer") -> QueryBuilder:
-        """Multi-symbol joins (``read_batch_and_join``) are not implemented yet."""
-        raise ArcticDbNotYetImplemented("QueryBuilder.concat (read_batch_and_join) is not implemented yet")
+        """Join several symbols row-wise (``"outer"``: every column, ``"inner"``: the common
+        ones); valid as the first clause of a ``read_batch_and_join`` query. Clauses after it
+        run on the joined rows."""
+        if join not in ("outer", "inner"):
+            raise UserInputException(f"E_INVALID_USER_ARGUMENT join must be 'outer' or 'inner', got {join!r}")
+        return self._add("concat", join)
 
     def __repr__(self) -> str:
         return " | ".join(f"{n.upper()}({a!r})" for n, a in self.clauses) or "QueryBuilder()"

@@ -22,6 +22,9 @@ TOP_LEVEL = [
     "ErrorCategory",
     "ErrorCode",
     "KeyType",
+    "LazyDataFrame",
+    "LazyDataFrameAfterJoin",
+    "LazyDataFrameCollection",
     "Library",
     "LibraryOptions",
     "ModifiableEnterpriseLibraryOption",
@@ -31,6 +34,7 @@ TOP_LEVEL = [
     "QueryBuilder",
     "ReadInfoRequest",
     "ReadRequest",
+    "Size",
     "StageResult",
     "StagedDataFinalizeMethod",
     "SymbolDescription",
@@ -39,10 +43,12 @@ TOP_LEVEL = [
     "VersionInfo",
     "VersionRequestType",
     "VersionedItem",
+    "VersionedItemWithJoin",
     "WriteMetadataPayload",
     "WritePayload",
     "__version__",
     "col",
+    "concat",
     "exceptions",
     "where",
 ]
@@ -196,8 +202,12 @@ def test_arcticdb_top_level_names_user_code_imports() -> None:
     assert library.Library is arcticlite.Library
 
 
-@pytest.mark.xfail(strict=False, reason="ArcticDB also exports LazyDataFrame, concat and Size; "
-                   "lazy reads and concat are not implemented in arcticlite yet")
-def test_arcticdb_top_level_names_not_yet_offered() -> None:
-    for name in ("LazyDataFrame", "concat", "Size"):
+def test_lazy_names() -> None:
+    for name in ("LazyDataFrame", "LazyDataFrameCollection", "LazyDataFrameAfterJoin", "concat",
+                 "VersionedItemWithJoin"):
+        assert hasattr(arcticlite, name), name
+
+
+def test_arcticdb_top_level_names_are_all_offered() -> None:
+    for name in ("LazyDataFrame", "LazyDataFrameCollection", "LazyDataFrameAfterJoin", "concat", "Size"):
         assert hasattr(arcticlite, name), name

@@ -1,7 +1,15 @@
 """The ArcticDB-compatible API: ``Arctic``, ``Library`` and their value types."""
 
 from arcticlite.library._arctic import Arctic
+from arcticlite.library._lazy import (
+    LazyDataFrame,
+    LazyDataFrameAfterJoin,
+    LazyDataFrameCollection,
+    VersionedItemWithJoin,
+    concat,
+)
 from arcticlite.library._library_all import Library
+from arcticlite.library._library_inspect import AdminTools, Size
 from arcticlite.library._normalize import OutputFormat
 from arcticlite.library._options import (
     EncodingVersion,
@@ -33,6 +41,7 @@ from arcticlite.library._types import (
 )
 
 __all__ = [
+    "AdminTools",
     "Arctic",
     "ArrowOutputStringFormat",
     "DataError",
@@ -42,6 +51,9 @@ __all__ = [
     "ErrorCategory",
     "ErrorCode",
     "KeyType",
+    "LazyDataFrame",
+    "LazyDataFrameAfterJoin",
+    "LazyDataFrameCollection",
     "Library",
     "LibraryOptions",
     "ModifiableEnterpriseLibraryOption",
@@ -50,6 +62,7 @@ __all__ = [
     "OutputFormat",
     "ReadInfoRequest",
     "ReadRequest",
+    "Size",
     "StageResult",
     "StagedDataFinalizeMethod",
     "SymbolDescription",
@@ -58,6 +71,8 @@ __all__ = [
     "VersionInfo",
     "VersionRequestType",
     "VersionedItem",
+    "VersionedItemWithJoin",
     "WriteMetadataPayload",
     "WritePayload",
+    "concat",
 ]

@@ -175,12 +175,20 @@ class BatchMixin(LibraryCore):
 
     def read_batch(self, symbols: list[str | ReadRequest], query_builder: Any = None, lazy: bool = False,
                    output_format: Any = None, **_: Any) -> list[VersionedItem | DataError]:
-        """Read many symbols; failures come back in place as ``DataError``."""
+        """Read many symbols; failures come back in place as ``DataError``. With ``lazy=True``,
+        a ``LazyDataFrameCollection`` whose ``collect()`` reads them."""
         reqs = [s if isinstance(s, ReadRequest) else ReadRequest(symbol=s) for s in symbols]
         if query_builder is not None and any(r.query_builder is not None for r in reqs):
             raise ArcticInvalidApiUsageException(
                 "a query_builder was given both for the batch and for a request; give one"
             )
+        if lazy:
+            from arcticlite.library._lazy import LazyDataFrame, LazyDataFrameCollection
+
+            frames = [LazyDataFrame(self, r._replace(query_builder=r.query_builder or query_builder,
+                                                     output_format=r.output_format or output_format))
+                      for r in reqs]
+            return LazyDataFrameCollection(self, frames)  # type: ignore[return-value]
         return self._run_batch(
             reqs,
             lambda r: self.read(r.symbol, as_of=r.as_of, date_range=r.date_range,
@@ -190,6 +198,27 @@ class BatchMixin(LibraryCore):
             lambda r: r.symbol,
             lambda r: r.as_of,
         )
+
+    def read_batch_and_join(self, symbols: list[ReadRequest | str], query_builder: Any,
+                            output_format: Any = None, **_: Any) -> Any:
+        """Read the symbols and join their rows: ``query_builder`` starts with
+        ``concat("outer" | "inner")``; its later clauses run on the joined rows (see
+        :func:`arcticlite.concat`). Returns a ``VersionedItemWithJoin``; a failed read raises."""
+        from arcticlite._query import QueryBuilder
+        from arcticlite.library._lazy import LazyDataFrame, concat
+
+        if not isinstance(query_builder, QueryBuilder) or not query_builder.clauses:
+            raise UserInputException("E_INVALID_USER_ARGUMENT read_batch_and_join called with no clauses: "
+                                     "pass QueryBuilder().concat() (then any clauses for the joined rows)")
+        (first, join), rest = query_builder.clauses[0], query_builder.clauses[1:]
+        if first != "concat":
+            raise UserInputException("E_INVALID_USER_ARGUMENT read_batch_and_join: the query_builder must start "
+                                     "with concat(); per-symbol clauses go in each ReadRequest's query_builder")
+        reqs = [s if isinstance(s, ReadRequest) else ReadRequest(symbol=s) for s in symbols]
+        joined = concat([LazyDataFrame(self, r._replace(output_format=r.output_format or output_format))
+                         for r in reqs], join)
+        joined.clauses = list(rest)
+        return joined.collect()
 
     def read_metadata_batch(self, symbols: list[str | ReadInfoRequest]) -> list[VersionedItem | DataError]:
         reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]

@@ -190,6 +190,9 @@ def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, 
     ``columns`` is combined with an aggregation, as ArcticDB does.
     """
     clauses = _clauses(query)
+    if any(n == "concat" for n, _ in clauses):
+        raise UserInputException("E_INVALID_USER_ARGUMENT concat joins several symbols: use it in "
+                                 "read_batch_and_join or arcticlite.concat, not in a single-symbol read")
     aggregating = _aggregates(clauses)
     if aggregating and columns is not None:
         raise UserInputException("E_INVALID_USER_ARGUMENT Cannot combine provided clauses with column selection")

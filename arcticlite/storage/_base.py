@@ -76,6 +76,18 @@ class KVStore(abc.ABC):
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         """Yield every key starting with ``prefix`` (lazily, page by page; order unspecified)."""
 
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        """Yield ``(key, stored bytes)`` of every key starting with ``prefix`` (order
+        unspecified). The default reads each value through :meth:`read_view`; backends whose
+        listing carries sizes override it. A key deleted meanwhile is skipped."""
+        for key in self.list_keys(prefix):
+            try:
+                with self.read_view(key) as view:
+                    n = len(view)
+            except KeyNotFoundException:
+                continue
+            yield key, n
+
     # -- writes ------------------------------------------------------------------------------
     @abc.abstractmethod
     def write(self, key: str, data: Buffer) -> None:

@@ -63,6 +63,9 @@ class _WrappingStore(KVStore):
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         return iter(self._op("list_keys", prefix, lambda: list(self.inner.list_keys(prefix))))
 
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        return iter(self._op("list_keys", prefix, lambda: list(self.inner.list_sizes(prefix))))
+
     def write(self, key: str, data: Buffer) -> None:
         self._op("write", key, lambda: self.inner.write(key, data))
 

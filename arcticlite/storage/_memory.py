@@ -35,6 +35,11 @@ class MemoryStore(KVStore):
             keys = [k for k in self._data if k.startswith(prefix)]
         return iter(keys)
 
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        with self._lock:
+            sizes = [(k, len(v)) for k, v in self._data.items() if k.startswith(prefix)]
+        return iter(sizes)
+
     def write(self, key: str, data: Buffer) -> None:
         value = bytes(data)
         with self._lock:

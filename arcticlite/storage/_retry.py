@@ -121,6 +121,9 @@ class RetryingStore(KVStore):
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         return iter(self._retry(lambda: list(self.inner.list_keys(prefix))))
 
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        return iter(self._retry(lambda: list(self.inner.list_sizes(prefix))))
+
     def write(self, key: str, data: Buffer) -> None:
         self._retry(lambda: self.inner.write(key, data))
 

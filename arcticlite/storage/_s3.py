@@ -366,6 +366,11 @@ class S3Store(KVStore):
 
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         """Yield keys starting with ``prefix``, lazily, one ListObjectsV2 page at a time."""
+        for key, _ in self.list_sizes(prefix):
+            yield key
+
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        """``(key, bytes)`` of the keys starting with ``prefix``, from the listing itself."""
         full = self._path(prefix)
         cut = len(self._root)
         token: str | None = None
@@ -375,7 +380,7 @@ class S3Store(KVStore):
                 kwargs["ContinuationToken"] = token
             page = self._list_page(prefix, kwargs)
             for obj in page.get("Contents", ()):
-                yield obj["Key"][cut:]
+                yield obj["Key"][cut:], int(obj.get("Size", 0))
             if not page.get("IsTruncated"):
                 return
             token = page.get("NextContinuationToken")

@@ -232,6 +232,15 @@ class StoreConformance:
         assert sorted(store.list_keys(stem + "/")) == sorted(keys)
         assert list(store.list_keys(stem + "/3")) == [keys[3]]
 
+    def test_list_sizes(self, store: KVStore) -> None:
+        values = {"sz/a": b"abc", "sz/b": b"b" * 1000, "sz/c/d": bytes(range(256)) * 300}
+        for k, v in values.items():
+            store.write(k, v)
+        store.write("other/x", b"x")
+        assert sorted(store.list_sizes("sz/")) == sorted((k, len(v)) for k, v in values.items())
+        store.delete(["sz/b"])
+        assert sorted(store.list_sizes("sz/")) == [("sz/a", 3), ("sz/c/d", 76_800)]
+
     # -- read_range / read_many ---------------------------------------------------------------
     def test_read_range(self, store: KVStore) -> None:
         store.write("r", b"0123456789")

@@ -1,0 +1,269 @@
+"""Lazy reads (ArcticDB's ``LazyDataFrame`` API): a read request plus query clauses, run by
+``collect()``; collections of them (``read_batch(lazy=True)``) and their concatenation
+(``concat`` / ``read_batch_and_join``).
+
+A :class:`LazyDataFrame` is a :class:`~arcticlite.QueryBuilder` bound to one read request, so
+every clause method (filters through ``ldf[ldf["x"] > 0]``, ``apply``, ``groupby``/``agg``,
+``resample``, ``date_range``, ``head``, ``tail``, ``row_range``) adds to the query that the read
+will run; nothing is read before :meth:`LazyDataFrame.collect`.
+
+Joining: the symbols' results are concatenated row-wise in the order given (``join="outer"``:
+every column of any symbol, a column missing from a symbol backfilled as a dynamic-schema read
+backfills it -- 0 for integers, ``False`` for bools, NaN / NaT for floats and timestamps,
+``None`` otherwise; ``"inner"``: the columns every symbol has). The clauses that follow the join
+then run on the joined rows with the same engine as single-symbol queries.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from arcticlite._query import QueryBuilder
+from arcticlite.exceptions import (
+    ArcticInvalidApiUsageException,
+    SchemaException,
+    UserInputException,
+)
+from arcticlite.library._types import ReadRequest, VersionedItem
+
+if TYPE_CHECKING:
+    from arcticlite.library._library import LibraryCore
+
+__all__ = [
+    "LazyDataFrame",
+    "LazyDataFrameAfterJoin",
+    "LazyDataFrameCollection",
+    "VersionedItemWithJoin",
+    "concat",
+    "join_items",
+]
+
+JOINS = ("outer", "inner")
+
+
+class VersionedItemWithJoin(NamedTuple):
+    """The result of a join: the versions read (``data`` of each is None) and the joined data."""
+
+    versions: list[VersionedItem]
+    data: Any
+
+    def __repr__(self) -> str:
+        return f"VersionedItemWithJoin(versions={self.versions!r}, data={self.data!r})"
+
+
+def _check_join(join: str) -> str:
+    if join not in JOINS:
+        raise UserInputException(f"E_INVALID_USER_ARGUMENT join must be 'outer' or 'inner', got {join!r}")
+    return join
+
+
+def _plain(clauses: Sequence[tuple[str, Any]]) -> QueryBuilder | None:
+    if not clauses:
+        return None
+    q = QueryBuilder()
+    q.clauses = list(clauses)
+    return q
+
+
+class LazyDataFrame(QueryBuilder):
+    """A read of one symbol with query clauses, run by :meth:`collect` (``read(lazy=True)``)."""
+
+    def __init__(self, lib: LibraryCore, read_request: ReadRequest) -> None:
+        super().__init__()
+        self._lib = lib
+        self.read_request = read_request
+        if read_request.query_builder is not None:
+            self.clauses = list(read_request.query_builder.clauses)
+
+    def _to_read_request(self) -> ReadRequest:
+        """The read request with this frame's clauses as its query."""
+        return self.read_request._replace(query_builder=_plain(self.clauses))
+
+    def collect(self) -> VersionedItem:
+        """Read the symbol and run the clauses."""
+        r = self._to_read_request()
+        return self._lib.read(r.symbol, as_of=r.as_of, date_range=r.date_range,
+                              row_range=r.row_range, columns=r.columns, query_builder=r.query_builder,
+                              output_format=r.output_format)
+
+    def __repr__(self) -> str:
+        body = f"ReadRequest(symbol={self.read_request.symbol})"
+        return f"LazyDataFrame({body}{' | ' + QueryBuilder.__repr__(self) if self.clauses else ''})"
+
+
+class _Many(QueryBuilder):
+    """Clause methods of a collection apply to every member frame."""
+
+    _frames: list[LazyDataFrame]
+
+    def _add(self, name: str, arg: Any) -> QueryBuilder:
+        for f in self._frames:
+            f._add(name, arg)
+        return self
+
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, str):
+            return super().__getitem__(item)
+        out = copy.copy(self)
+        out._frames = [f[item] for f in self._frames]
+        return out
+
+    def agg(self, aggregations: dict[str, Any]) -> QueryBuilder:
+        for f in self._frames:
+            f.agg(aggregations)
+        return self
+
+    def then(self, other: QueryBuilder) -> QueryBuilder:
+        for f in self._frames:
+            f.then(other)
+        return self
+
+    def prepend(self, other: QueryBuilder) -> QueryBuilder:
+        for f in self._frames:
+            f.prepend(other)
+        return self
+
+
+class LazyDataFrameCollection(_Many):
+    """Lazy reads of several symbols (``read_batch(lazy=True)``); clause methods apply to each."""
+
+    def __init__(self, lib: LibraryCore, frames: list[LazyDataFrame]) -> None:
+        super().__init__()
+        self._lib = lib
+        self._frames = list(frames)
+
+    def split(self) -> list[LazyDataFrame]:
+        """The member frames."""
+        return list(self._frames)
+
+    def __iter__(self) -> Iterator[LazyDataFrame]:
+        return iter(self._frames)
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def collect(self) -> list[VersionedItem | Any]:
+        """Read every symbol; a failed read comes back in place as a ``DataError``."""
+        return self._lib.read_batch([f._to_read_request() for f in self._frames])  # type: ignore[attr-defined]
+
+    def concat(self, join: str = "outer") -> LazyDataFrameAfterJoin:
+        """Join the members row-wise (see :func:`concat`)."""
+        return LazyDataFrameAfterJoin(self._lib, self._frames, _check_join(join))
+
+    def __repr__(self) -> str:
+        return f"LazyDataFrameCollection({self._frames!r})"
+
+
+class LazyDataFrameAfterJoin(QueryBuilder):
+    """Lazy reads joined row-wise, and the clauses that run on the joined rows."""
+
+    def __init__(self, lib: LibraryCore, frames: list[LazyDataFrame], join: str) -> None:
+        super().__init__()
+        self._lib = lib
+        self._frames = list(frames)
+        self._join = join
+
+    def collect(self) -> VersionedItemWithJoin:
+        """Read every symbol (an error is raised, not returned), join and run the clauses."""
+        items = [_collect_pandas(f) for f in self._frames]
+        fmt = next((f.read_request.output_format for f in self._frames if f.read_request.output_format), None)
+        return join_items(self._lib, items, self._join, self.clauses, fmt)
+
+    def __repr__(self) -> str:
+        tail = " | ".join(["CONCAT", *(QueryBuilder.__repr__(self).split(" | ") if self.clauses else [])])
+        return f"LazyDataFrameAfterJoin({self._frames!r} | {tail})"
+
+
+def _collect_pandas(f: LazyDataFrame) -> VersionedItem:
+    r = f._to_read_request()
+    return f._lib.read(r.symbol, as_of=r.as_of, date_range=r.date_range, row_range=r.row_range,
+                       columns=r.columns, query_builder=r.query_builder, output_format="pandas")
+
+
+def concat(lazy_dataframes: Sequence[LazyDataFrame] | LazyDataFrameCollection,
+           join: str = "outer") -> LazyDataFrameAfterJoin:
+    """Join lazy reads row-wise, in the order given: ``join="outer"`` keeps every column (those
+    a symbol lacks are backfilled as a dynamic-schema read does), ``"inner"`` the columns all of
+    them have. Clauses added to the result run on the joined rows; ``collect()`` returns a
+    ``VersionedItemWithJoin``."""
+    frames = lazy_dataframes.split() if isinstance(lazy_dataframes, LazyDataFrameCollection) else list(lazy_dataframes)
+    if not frames or not all(isinstance(f, LazyDataFrame) for f in frames):
+        raise ArcticInvalidApiUsageException("concat needs a list of LazyDataFrames (read(..., lazy=True)) "
+                                             "or a LazyDataFrameCollection (read_batch(..., lazy=True))")
+    libs = {id(f._lib) for f in frames}
+    if len(libs) != 1:
+        raise ArcticInvalidApiUsageException("concat joins lazy reads of one library; read the others first")
+    return LazyDataFrameAfterJoin(frames[0]._lib, frames, _check_join(join))
+
+
+def _index_kind(index: pd.Index) -> str:
+    if isinstance(index, pd.MultiIndex):
+        return f"multi{index.nlevels}"
+    if isinstance(index, pd.RangeIndex):
+        return "range"
+    if isinstance(index, pd.DatetimeIndex):
+        return "datetime"
+    return "other"
+
+
+def _backfill(dtype: Any, n: int) -> Any:
+    """A column of ``n`` rows missing from a symbol, as dynamic schema backfills it."""
+    if isinstance(dtype, np.dtype):
+        if dtype.kind in "iu":
+            return np.zeros(n, dtype=dtype)
+        if dtype.kind == "b":
+            return np.zeros(n, dtype=bool)
+        if dtype.kind in "fc":
+            return np.full(n, np.nan, dtype=dtype)
+        if dtype.kind in "mM":
+            return np.full(n, np.datetime64("NaT") if dtype.kind == "M" else np.timedelta64("NaT"), dtype=dtype)
+        return np.full(n, None, dtype=object)
+    return pd.array([None] * n, dtype=dtype)  # extension dtypes hold their own missing value
+
+
+def join_items(lib: LibraryCore, items: list[VersionedItem], join: str, clauses: Sequence[tuple[str, Any]],
+               output_format: Any = None) -> VersionedItemWithJoin:
+    """Join the pandas results ``items`` row-wise, run ``clauses`` on the joined rows and convert
+    to ``output_format``."""
+    from arcticlite.library import _normalize as norm
+    from arcticlite.query import QueryPlan, run_query
+
+    frames = [it.data.to_frame() if isinstance(it.data, pd.Series) else it.data for it in items]
+    if not all(isinstance(f, pd.DataFrame) for f in frames):
+        raise SchemaException("E_DESCRIPTOR_MISMATCH only DataFrames and Series can be joined")
+    kinds = {_index_kind(f.index) for f in frames}
+    if len(kinds) > 1:
+        raise SchemaException(f"E_DESCRIPTOR_MISMATCH Mismatching IndexDescriptor in schema join: {sorted(kinds)}")
+    if join == "inner":
+        columns = [c for c in frames[0].columns if all(c in f.columns for f in frames[1:])]
+    else:
+        columns = list(dict.fromkeys(c for f in frames for c in f.columns))
+    dtypes: dict[Any, Any] = {}
+    for f in frames:
+        for c, t in f.dtypes.items():
+            dtypes.setdefault(c, t)
+    parts = []
+    for f in frames:
+        missing = [c for c in columns if c not in f.columns]
+        if missing:
+            f = f.copy(deep=False)
+            for c in missing:
+                f[c] = _backfill(dtypes[c], len(f))
+        parts.append(f[columns])
+    joined = pd.concat(parts, ignore_index=kinds == {"range"})
+    versions = [VersionedItem(symbol=it.symbol, library=it.library, data=None, version=it.version,
+                              metadata=it.metadata, host=it.host, timestamp=it.timestamp) for it in items]
+    fmt = norm.OutputFormat(output_format or "pandas")
+    if not clauses and fmt is norm.OutputFormat.PANDAS:
+        return VersionedItemWithJoin(versions, joined)
+    table, meta = norm.normalize(joined)
+    if clauses:
+        table, meta = run_query(table, meta, QueryPlan(columns=None, row_range=None, index_range=None,
+                                                       clauses=list(clauses), output_columns=None))
+    return VersionedItemWithJoin(versions, norm.denormalize(table, meta, output_format=fmt.value))
+
