@@ -171,7 +171,14 @@ class VersionEngine:
         for attempt in range(MAX_COMMIT_ATTEMPTS):
             raw_ref, head = self._head(sym)
             seq = 0 if head is None else head.seq + 1
-            rec = build(head, seq)
+            try:
+                rec = build(head, seq)
+            except KeyNotFoundException:
+                # a key of the head vanished while ``build`` read it: a concurrent commit pruned
+                # that version (its index path, its open tail); build again on the new head
+                if self._head(sym)[1] == head:
+                    raise
+                continue
             created = time.time_ns()
             if head is not None and created <= head.created_ns:
                 created = head.created_ns + 1  # creation times strictly increase per symbol

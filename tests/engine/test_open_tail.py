@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from enginehelpers import all_options, assert_frame_equal
 
-from arcticlite import Library, LibraryOptions
+from arcticlite import Arctic, Library, LibraryOptions
 from arcticlite.library._segments import TAIL_BYTES
 
 
@@ -135,3 +135,24 @@ def test_snapshot_keeps_the_tail_it_saw(lib: Library) -> None:
         lib.append("s", ticks(k), prune_previous_versions=True)
     assert_frame_equal(lib.read("s", as_of="snap").data, pd.concat([ticks(0), ticks(1)]))
     assert_frame_equal(lib.read("s").data, pd.concat([ticks(k) for k in range(10)]))
+
+
+def test_append_rebuilds_when_a_pruning_writer_removes_the_tail_it_reads(
+        ac: Arctic, lib: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    lib.write("s", ticks(0))
+    lib.append("s", ticks(1))  # v1 holds an open tail
+    other = ac.get_library("lib")
+    store = lib._store
+    read_many = store.read_many
+    raced: list[bool] = []
+
+    def racing(keys: list[str]) -> list[object]:
+        if not raced and any("/tdata/" in k for k in keys):
+            raced.append(True)  # another writer replaces the tail and prunes v1 (and its tail)
+            other.append("s", ticks(2), prune_previous_versions=True)
+        return read_many(keys)
+
+    monkeypatch.setattr(store, "read_many", racing)
+    assert lib.append("s", ticks(3)).version == 3
+    assert raced
+    assert_frame_equal(lib.read("s").data, pd.concat([ticks(k) for k in range(4)]))
