@@ -8,7 +8,8 @@ The scenarios are those of DESIGN §8 that concern the engine:
   (1 s spacing); one run each (writes create a new version, so repeats would be unequal);
 - ``read``: read that frame back (best of ``reps``);
 - ``quote``: read an M-row quote frame (bid/ask floats with 2 decimals, int64 sizes, a string
-  venue column of 10 values), best of ``reps``;
+  venue column of 10 values), best of ``reps``; then the same through a QueryBuilder filter
+  keeping the rows whose bid is above its 97th percentile (a random walk: they cluster in time);
 - ``append``: A appends of 10 rows each; mean ms of the first 100 vs the last 100 appends (a
   flat cost means the last 100 are no slower), then a latest read of the appended symbol;
 - ``as_of``: a symbol with V versions (V writes of a 100-row frame); ``read(as_of=0)`` vs a
@@ -308,14 +309,24 @@ class Bench:
         if self.want("quote"):
             q = quote_frame(s["quote_rows"])
             r = {}
+            rf: dict[str, float] = {}
+            hi = round(float(q["bid"].quantile(0.97)), 2) + 0.005  # between two ticks: no ties
+            want = q[q["bid"] > hi]
             for lib in self.libs:
                 library = self.lib(lib, "quote")
                 library.write("quote", q)
                 r[lib], out = best_of(s["reps"], lambda library=library: library.read("quote").data)
                 check_same(out, q, f"{lib} quote")
                 del out
+                qb = importlib.import_module(lib).QueryBuilder()
+                qb = qb[qb["bid"] > hi]
+                rf[lib], out = best_of(s["reps"], lambda library=library, qb=qb: library.read(
+                    "quote", query_builder=qb).data)
+                check_same(out, want, f"{lib} filtered quote")
+                del out
             self.record(f"read {s['quote_rows']:,}-row quote frame (floats, ints, string)", "s", r)
-            del q
+            self.record(f"  the same, filtered to the top 3 % of bid ({len(want):,} rows)", "s", rf)
+            del q, want
             gc.collect()
 
         if self.want("append"):

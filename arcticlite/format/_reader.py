@@ -402,6 +402,24 @@ class FermionReader:
         return _merge(out)
 
     @_guard
+    def may_match(self, filter: Any, row_range: tuple[int, int] | None = None) -> bool:
+        """Whether any row of ``row_range`` (default: all) may satisfy ``filter`` (as for
+        :meth:`read`), judged by page statistics alone: False proves that none does. Reads
+        only metadata."""
+        terms = F.parse(filter)
+        fidx = self.resolve([t.column for t in terms]) if terms else []
+        self._load_cmbs(fidx)
+        ivs: Intervals = [(0, self.num_rows)] if self.num_rows else []
+        if row_range is not None:
+            a, b = (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
+            ivs = _intersect(ivs, [(a, b)] if a < b else [])
+        for t, i in zip(terms, fidx, strict=True):
+            p = self._prune(t, i)
+            if p is not None:
+                ivs = _intersect(ivs, p)
+        return bool(ivs)
+
+    @_guard
     def read(self, columns: Sequence[str | int] | None = None, filter: Any = None,
              row_range: tuple[int, int] | None = None, with_batch_ids: bool = False) -> pa.Table:
         """Read columns as an Arrow table.

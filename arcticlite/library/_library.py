@@ -43,6 +43,7 @@ from arcticlite.library._segments import (
     Layout,
     col_slices,
     is_small_append,
+    prune_by_stats,
     read_segments,
     wanted_positions,
     write_segments,
@@ -599,6 +600,8 @@ class LibraryCore:
             leaves = np.zeros(0, dtype=ROW_DTYPE)
         else:
             leaves = self._index_for(sym).leaves(root, row_range=rr, index_range=ir)
+        if plan is not None and plan.value_filters:
+            leaves = prune_by_stats(self._store, self._keys, sym, leaves, schema, n_index, plan.value_filters)
         fmt = output_format
         if fmt is None:
             fmt = getattr(self, "_output_format", None) or getattr(self._arctic, "_output_format", None)

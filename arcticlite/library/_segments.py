@@ -28,8 +28,9 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite import format as fermion
+from arcticlite.exceptions import ArcticException
 from arcticlite.index._tindex import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
-from arcticlite.storage import KVStore
+from arcticlite.storage import KVStore, MemoryStore
 from arcticlite.version._keys import LibraryKeys
 
 THREADS = max(2, os.cpu_count() or 2)
@@ -235,6 +236,53 @@ def write_tail(
 
 
 # -- reading ------------------------------------------------------------------------------------
+PRUNE_BY_STATS = True
+"""Drop the row groups whose page statistics prove that no row passes a query's leading
+filters (:func:`prune_by_stats`)."""
+
+
+def prune_by_stats(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, schema: pa.Schema,
+                   n_index: int, filters: Sequence[tuple[str, str, Any]]) -> np.ndarray:
+    """``leaves`` without the row groups in which no row can pass the ANDed ``filters``
+    (``(stored column, op, value)``, as ``QueryPlan.value_filters``), judged by the page
+    min/max of the segments holding the filter columns: only their metadata is decoded, from
+    the store's zero-copy views (LMDB) or memory; remote stores (S3) are not pruned. Conservative: a segment without the column (dynamic schema) or
+    whose statistics cannot be compared keeps its row group; the query still filters exactly.
+    """
+    if not len(leaves) or not filters or not PRUNE_BY_STATS:
+        return leaves
+    if not (_lends_views(store) or isinstance(store, MemoryStore)):
+        return leaves  # a remote store would fetch the kept segments twice
+    position = {name: i - n_index for i, name in enumerate(schema.names) if i >= n_index}
+    at = [(position[c], (c, op, v)) for c, op, v in filters if c in position]
+    if not at:
+        return leaves
+    doomed: set[int] = set()
+    for row, key in zip(leaves, hex_digests(leaves), strict=True):
+        start = int(row["start_row"])
+        if start in doomed:
+            continue
+        c0, c1 = int(row["start_col"]), int(row["end_col"])
+        terms = [t for p, t in at if c0 <= p < c1]
+        if not terms:
+            continue
+        lo = int(row["seg_offset"])
+        span = (lo, lo + int(row["end_row"]) - start)
+        try:
+            with store.read_view(keys.tdata(sym, key)) as view:
+                reader = fermion.FermionReader(view, parallel=False)
+                try:
+                    if not reader.may_match(terms, span):
+                        doomed.add(start)
+                finally:
+                    reader.close()
+        except (ArcticException, KeyError, TypeError, ValueError, OverflowError, pa.ArrowException):
+            continue  # missing column (dynamic schema), incomparable value: keep the row group
+    if not doomed:
+        return leaves
+    return leaves[~np.isin(leaves["start_row"], np.fromiter(doomed, dtype=np.int64))]
+
+
 def _lends_views(store: KVStore) -> bool:
     """Whether ``store.read_view`` is zero-copy (the default implementation reads a copy)."""
     return type(store).read_view is not KVStore.read_view

@@ -1,0 +1,97 @@
+"""Leading QueryBuilder filters skip the row groups whose page min/max prove that no row passes
+(``_segments.prune_by_stats``): the results are those of an unpruned read, with fewer segments
+decoded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arcticlite import Arctic, Library, LibraryOptions, QueryBuilder
+from arcticlite.library import _library, _segments
+
+
+@pytest.fixture(params=[(1_000, 127), (1_000, 1)], ids=["rows", "rows-and-columns"])
+def plib(uri: str, request: pytest.FixtureRequest) -> Iterator[Library]:
+    rows, cols = request.param
+    yield Arctic(uri).create_library("p", LibraryOptions(rows_per_segment=rows, columns_per_segment=cols))
+
+
+@pytest.fixture
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Row groups handed to the segment reader, per read."""
+    seen: list[int] = []
+    real = _segments.read_segments
+
+    def spy(store: Any, keys: Any, sym: str, leaves: np.ndarray, *a: Any, **k: Any) -> Any:
+        seen.append(len(np.unique(leaves["start_row"])))
+        return real(store, keys, sym, leaves, *a, **k)
+
+    monkeypatch.setattr(_library, "read_segments", spy)
+    return seen
+
+
+def frame(n: int = 20_000) -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    return pd.DataFrame({
+        "x": np.arange(n, dtype=np.int64),
+        "y": rng.standard_normal(n),
+        "s": np.where(np.arange(n) < n // 2, "low", "high"),
+        "p": np.round(100 + np.cumsum(rng.integers(-1, 2, n)) / 100, 2),
+    }, index=pd.date_range("2024-01-01", periods=n, freq="s"))
+
+
+def unpruned(lib: Library, sym: str, q: QueryBuilder, monkeypatch: pytest.MonkeyPatch) -> pd.DataFrame:
+    with monkeypatch.context() as m:
+        m.setattr(_segments, "PRUNE_BY_STATS", False)
+        return lib.read(sym, query_builder=q).data
+
+
+def test_selective_filters_skip_row_groups(plib: Library, decoded: list[int], backend: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    df = frame()
+    plib.write("s", df)
+    q = QueryBuilder()
+    q = q[(q["x"] >= 18_500) & (q["y"] > 0)]
+    got = plib.read("s", query_builder=q).data
+    pd.testing.assert_frame_equal(got, df[(df.x >= 18_500) & (df.y > 0)], check_freq=False)
+    pd.testing.assert_frame_equal(got, unpruned(plib, "s", q, monkeypatch), check_freq=False)
+    if backend != "s3":  # S3 lends no views: its reads are not pruned (they fetch anyway)
+        assert decoded[0] == 2  # of 20 row groups
+    q2 = QueryBuilder()
+    q2 = q2[q2["s"] == "low"]
+    assert len(plib.read("s", query_builder=q2).data) == 10_000
+    q3 = QueryBuilder()
+    q3 = q3[q3["x"].isin([5, 15_001])].apply("z", q3["x"] * 2)
+    assert plib.read("s", query_builder=q3).data["z"].tolist() == [10, 30_002]
+    nothing = QueryBuilder()
+    nothing = nothing[nothing["p"] > 1_000]
+    assert plib.read("s", query_builder=nothing).data.empty
+
+
+def test_range_index_results_are_unchanged(plib: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    df = frame().reset_index(drop=True)
+    plib.write("r", df)
+    q = QueryBuilder()
+    q = q[q["x"] > 19_990]
+    got = plib.read("r", query_builder=q).data
+    pd.testing.assert_frame_equal(got, unpruned(plib, "r", q, monkeypatch))
+    assert got.index.equals(pd.RangeIndex(9)) and got["x"].tolist() == list(range(19_991, 20_000))
+
+
+def test_columns_missing_from_old_segments_keep_their_row_groups(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = Arctic(uri).create_library("d", LibraryOptions(dynamic_schema=True, rows_per_segment=100))
+    old = pd.DataFrame({"y": np.arange(300.0)}, index=pd.date_range("2024-01-01", periods=300, freq="s"))
+    new = pd.DataFrame({"y": np.arange(300.0, 600.0), "x": np.arange(1, 301)},
+                       index=pd.date_range("2024-01-02", periods=300, freq="s"))
+    lib.write("d", old)
+    lib.append("d", new)
+    q = QueryBuilder()
+    q = q[q["x"] == 0]  # the old rows are backfilled with 0: they match
+    got = lib.read("d", query_builder=q).data
+    assert len(got) == 300 and (got["x"] == 0).all()
+    pd.testing.assert_frame_equal(got, unpruned(lib, "d", q, monkeypatch), check_freq=False)
