@@ -245,42 +245,52 @@ def prune_by_stats(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarr
                    n_index: int, filters: Sequence[tuple[str, str, Any]]) -> np.ndarray:
     """``leaves`` without the row groups in which no row can pass the ANDed ``filters``
     (``(stored column, op, value)``, as ``QueryPlan.value_filters``), judged by the page
-    min/max of the segments holding the filter columns: only their metadata is decoded, from
-    the store's zero-copy views (LMDB) or memory; remote stores (S3) are not pruned. Conservative: a segment without the column (dynamic schema) or
-    whose statistics cannot be compared keeps its row group; the query still filters exactly.
+    min/max of the segments holding the filter columns. Only their metadata is read: from the
+    store's zero-copy views (LMDB) or memory, else (S3) by ranged reads of each segment's tail
+    (Fermion keeps its metadata there), several at once. Conservative: a segment without the
+    column (dynamic schema), or whose statistics cannot be compared or read, keeps its row
+    group; the query still filters every row exactly.
     """
     if not len(leaves) or not filters or not PRUNE_BY_STATS:
         return leaves
-    if not (_lends_views(store) or isinstance(store, MemoryStore)):
-        return leaves  # a remote store would fetch the kept segments twice
     position = {name: i - n_index for i, name in enumerate(schema.names) if i >= n_index}
     at = [(position[c], (c, op, v)) for c, op, v in filters if c in position]
     if not at:
         return leaves
-    doomed: set[int] = set()
-    for row, key in zip(leaves, hex_digests(leaves), strict=True):
-        start = int(row["start_row"])
-        if start in doomed:
-            continue
+    checks: list[tuple[int, str, int, list[tuple[str, str, Any]], tuple[int, int]]] = []
+    for row, digest in zip(leaves, hex_digests(leaves), strict=True):
         c0, c1 = int(row["start_col"]), int(row["end_col"])
         terms = [t for p, t in at if c0 <= p < c1]
-        if not terms:
-            continue
-        lo = int(row["seg_offset"])
-        span = (lo, lo + int(row["end_row"]) - start)
+        if terms:
+            start, lo = int(row["start_row"]), int(row["seg_offset"])
+            checks.append((start, keys.tdata(sym, digest), int(row["nbytes"]), terms,
+                           (lo, lo + int(row["end_row"]) - start)))
+    local = _lends_views(store) or isinstance(store, MemoryStore)
+
+    def may_match(check: tuple[int, str, int, list[tuple[str, str, Any]], tuple[int, int]]) -> bool:
+        _, key, nbytes, terms, span = check
         try:
-            with store.read_view(keys.tdata(sym, key)) as view:
-                reader = fermion.FermionReader(view, parallel=False)
-                try:
-                    if not reader.may_match(terms, span):
-                        doomed.add(start)
-                finally:
-                    reader.close()
+            if local:
+                with store.read_view(key) as view:
+                    return _may_match(view, terms, span)
+            ranged = fermion.RangeReader(lambda off, n: store.read_range(key, off, n), size=nbytes)
+            return _may_match(ranged, terms, span)
         except (ArcticException, KeyError, TypeError, ValueError, OverflowError, pa.ArrowException):
-            continue  # missing column (dynamic schema), incomparable value: keep the row group
+            return True  # missing column (dynamic schema), incomparable value: keep the row group
+
+    verdicts = map(may_match, checks) if local else _IO.map(may_match, checks)
+    doomed = {c[0] for c, ok in zip(checks, verdicts, strict=True) if not ok}
     if not doomed:
         return leaves
     return leaves[~np.isin(leaves["start_row"], np.fromiter(doomed, dtype=np.int64))]
+
+
+def _may_match(source: Any, terms: list[tuple[str, str, Any]], span: tuple[int, int]) -> bool:
+    reader = fermion.FermionReader(source, parallel=False)
+    try:
+        return reader.may_match(terms, span)
+    finally:
+        reader.close()
 
 
 def _lends_views(store: KVStore) -> bool:
