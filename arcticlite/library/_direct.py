@@ -125,6 +125,13 @@ def _patch_nulls(name: str, out: np.ndarray, valid: np.ndarray | None) -> None:
         raise NotDirect(f"nulls in column {name!r} of dtype {out.dtype}")
 
 
+RELEASE_MIN_BYTES = 4 << 20
+"""A segment whose rows read take at least this many stored bytes leaves the resident set once
+decoded (``read_view(release=True)``): that is what keeps a large read's peak memory near the
+size of its result. Smaller shares stay mapped, so that repeated small reads (a date range, a
+tail) do not fault their pages in again every time."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Job:
     key: str
@@ -162,8 +169,8 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
     pooled = DECODE_THREADS > 1 and len(jobs) > 1 and sum(j.nbytes for j in jobs) >= POOL_MIN_BYTES
 
     def one(job: _Job) -> None:
-        if views:  # decode from the store's memory map; large segments leave the RSS after
-            with store.read_view(job.key, release=True) as view:
+        if views:  # decode from the store's memory map; large reads leave the RSS after
+            with store.read_view(job.key, release=job.nbytes >= RELEASE_MIN_BYTES) as view:
                 _decode_into(view, job, blocks, False)
         else:
             _decode_into(store.read(job.key), job, blocks, False)
