@@ -16,8 +16,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from arcticlite._envelope import KIND_SYMBOL_LIST, seal, unseal
-from arcticlite.exceptions import KeyNotFoundException
+from arcticlite.exceptions import InvalidFileError, KeyNotFoundException
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys, unescape
 from arcticlite.version._records import VersionRecord, parse_ref
@@ -29,6 +31,31 @@ def _merge(state: State, sym: str, seq: int, op: str) -> None:
     cur = state.get(sym)
     if cur is None or seq > cur[0] or (seq == cur[0] and op == "d"):
         state[sym] = (seq, op)
+
+
+def _compacted_bytes(state: State) -> bytes:
+    """A compacted symbol list: the names in the JSON header (a list parses several times
+    faster than a dict of entries), their version ids (int64) and ops (``a`` / ``d``, one
+    byte each) in the blob."""
+    names = list(state)
+    seqs = np.fromiter((v[0] for v in state.values()), dtype="<i8", count=len(names))
+    ops = "".join(v[1] for v in state.values()).encode("ascii")
+    return seal(KIND_SYMBOL_LIST, {"names": names}, seqs.tobytes() + ops)
+
+
+def _read_compacted(raw: Any) -> State:
+    header, blob = unseal(raw, KIND_SYMBOL_LIST)
+    if "symbols" in header:  # the first layout: {"symbols": {name: [seq, op]}}
+        return {sym: (int(seq), op) for sym, (seq, op) in header["symbols"].items()}
+    names = header["names"]
+    n = len(names)
+    if len(blob) != 9 * n:
+        raise InvalidFileError("compacted symbol list: the blob does not match its names")
+    seqs = np.frombuffer(blob, dtype="<i8", count=n).tolist()
+    ops = bytes(blob[8 * n :]).decode("ascii")
+    if ops.strip("ad"):
+        raise InvalidFileError("compacted symbol list: unknown operation")
+    return dict(zip(names, zip(seqs, ops, strict=True), strict=True))
 
 
 class SymbolList:
@@ -102,9 +129,12 @@ class SymbolList:
         journal, compacted, intents, raws = self._list()
         state: State = {}
         for raw in raws:
-            header, _ = unseal(raw, KIND_SYMBOL_LIST)
-            for sym, (seq, op) in header["symbols"].items():
-                _merge(state, sym, int(seq), op)
+            entries = _read_compacted(raw)
+            if not state:  # the first (usually only) compacted list: taken whole
+                state = entries
+                continue
+            for sym, (seq, op) in entries.items():
+                _merge(state, sym, seq, op)
         for k in journal:
             esc_sym, rest = k[len(jprefix) :].rsplit("/", 1)
             seq_s, op, _tok = rest.split(".", 2)
@@ -128,7 +158,7 @@ class SymbolList:
 
     def _write_compacted(self, state: State, merged: Iterable[str]) -> None:
         key = self.keys.sl_compacted(uuid.uuid4().hex)
-        self.store.write(key, seal(KIND_SYMBOL_LIST, {"symbols": {s: list(v) for s, v in state.items()}}))
+        self.store.write(key, _compacted_bytes(state))
         self.store.delete(list(merged))
 
     def compact(self) -> int:

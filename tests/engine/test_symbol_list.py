@@ -189,3 +189,25 @@ def test_racing_clients_converge_with_compaction(ac: Arctic, uri: str, backend: 
         assert set(c.list_symbols()) == truth
     clients[0].compact_symbol_list()
     assert set(clients[1].list_symbols()) == truth
+
+
+def test_compacted_lists_of_the_first_layout_are_still_read(lib: Library) -> None:
+    from arcticlite._envelope import KIND_SYMBOL_LIST, seal
+    from arcticlite.exceptions import CorruptDataError
+
+    lib.write("kept", frame(2))
+    lib.write("gone", frame(2))
+    lib.delete("gone")
+    lib.compact_symbol_list()
+    keys = lib._keys
+    (compacted,) = [k for k in lib._store.list_keys(keys.sl_prefix + "c/")]
+    # the layout of earlier releases: {"symbols": {name: [seq, op]}} in the header
+    lib._store.write(compacted, seal(KIND_SYMBOL_LIST, {"symbols": {"kept": [0, "a"], "gone": [1, "d"],
+                                                                    "old": [3, "a"]}}))
+    assert lib.list_symbols() == ["kept", "old"]
+    lib.compact_symbol_list()  # rewritten in the current layout, same answer
+    assert lib.list_symbols() == ["kept", "old"]
+    (compacted,) = [k for k in lib._store.list_keys(keys.sl_prefix + "c/")]
+    lib._store.write(compacted, seal(KIND_SYMBOL_LIST, {"names": ["kept"]}, b"\x00" * 3))
+    with pytest.raises(CorruptDataError):
+        lib.list_symbols()
