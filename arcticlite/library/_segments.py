@@ -18,7 +18,8 @@ Costs (measured in ``benchmarks/bench_engine.py``):
 from __future__ import annotations
 
 import os
-from collections import deque
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -216,11 +217,17 @@ def write_tail(
     )
     if not ok:
         return None
-    bodies = store.read_many([keys.tdata(sym, d) for d in hex_digests(tail)])
+    tail_keys = [keys.tdata(sym, d) for d in hex_digests(tail)]
+    olds = [_TAILS.get(k) for k in tail_keys]
+    missing = [k for k, t in zip(tail_keys, olds, strict=True) if t is None]
+    fetched = iter(store.read_many(missing) if missing else [])
     columns: list[pa.ChunkedArray] = []
-    for (c0, c1), body in zip(cslices, bodies, strict=True):
-        old = fermion.decode(body)
+    slices: list[list[str]] = []
+    for (c0, c1), old in zip(cslices, olds, strict=True):
+        if old is None:
+            old = fermion.decode(next(fetched))
         want = names[:n_index] + names[n_index + c0 : n_index + c1]
+        slices.append(want)
         new = table.select(want)
         if old.column_names != want or old.schema.types != new.schema.types:
             return None  # the schema changed (dynamic schema): the new rows start a new tail
@@ -229,10 +236,44 @@ def write_tail(
                     for i in cols]
     merged = pa.Table.from_arrays(columns, schema=table.schema)
     still_open = merged.nbytes <= TAIL_BYTES
-    return write_segments(
+    rows = write_segments(
         store, keys, sym, merged, layout, start_row=start, is_datetime=is_datetime, sink=sink,
         optimize_for="write" if still_open else OPTIMIZE_FOR, flags=FLAG_OPEN_TAIL if still_open else 0,
     )
+    if still_open:  # the next small append will want these rows back
+        for digest, want in zip(hex_digests(rows), slices, strict=True):
+            _TAILS.put(keys.tdata(sym, digest), _owned(merged.select(want)))
+    return rows
+
+
+def _owned(table: pa.Table) -> pa.Table:
+    """A copy of ``table`` in fresh buffers: the new rows were converted from the caller's
+    frame without copying, and the caller may modify that frame after the append returns."""
+    return pa.Table.from_arrays([pa.concat_arrays(c.chunks) for c in table.columns], schema=table.schema)
+
+
+class _TailCache:
+    """Decoded open tails by segment key, so that a writer appending again does not fetch and
+    decode the tail it has just written. Keys name immutable content (never reused), so an entry
+    is never stale; the oldest entries go first."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[str, pa.Table] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> pa.Table | None:
+        with self._lock:
+            return self._items.pop(key, None)  # a tail is merged once: take it out
+
+    def put(self, key: str, table: pa.Table) -> None:
+        with self._lock:
+            self._items[key] = table
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_TAILS = _TailCache(64)
 
 
 # -- reading ------------------------------------------------------------------------------------

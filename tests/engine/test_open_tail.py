@@ -156,3 +156,14 @@ def test_append_rebuilds_when_a_pruning_writer_removes_the_tail_it_reads(
     assert lib.append("s", ticks(3)).version == 3
     assert raced
     assert_frame_equal(lib.read("s").data, pd.concat([ticks(k) for k in range(4)]))
+
+
+def test_frames_changed_after_their_append_do_not_change_the_tail(lib: Library) -> None:
+    lib.write("s", ticks(0))
+    lib.append("s", ticks(1))  # starts the open tail
+    batch = ticks(2)
+    lib.append("s", batch)  # joins it
+    a = batch["a"].to_numpy()
+    a[:] = 99.0  # the caller reuses its frame's buffers
+    lib.append("s", ticks(3))
+    assert_frame_equal(lib.read("s").data, pd.concat([ticks(k) for k in range(4)]))
