@@ -409,6 +409,12 @@ class FermionReader:
         terms = F.parse(filter)
         fidx = self.resolve([t.column for t in terms]) if terms else []
         self._load_cmbs(fidx)
+        return bool(self._candidates(terms, fidx, row_range))
+
+    def _candidates(self, terms: list[F.Term], fidx: list[int],
+                    row_range: tuple[int, int] | None) -> Intervals:
+        """Rows of ``row_range`` (clipped; default all) whose pages may match every term
+        (the terms' CMBs loaded)."""
         ivs: Intervals = [(0, self.num_rows)] if self.num_rows else []
         if row_range is not None:
             a, b = (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
@@ -417,7 +423,7 @@ class FermionReader:
             p = self._prune(t, i)
             if p is not None:
                 ivs = _intersect(ivs, p)
-        return bool(ivs)
+        return ivs
 
     @_guard
     def read(self, columns: Sequence[str | int] | None = None, filter: Any = None,
@@ -443,14 +449,7 @@ class FermionReader:
         extra = [c for c in dict.fromkeys(fidx) if c not in idx]
         allidx = idx + extra
         self._load_cmbs(allidx)
-        ivs: Intervals = [(0, self.num_rows)] if self.num_rows else []
-        if row_range is not None:
-            a, b = (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
-            ivs = _intersect(ivs, [(a, b)] if a < b else [])
-        for t, i in zip(terms, fidx, strict=True):
-            p = self._prune(t, i)
-            if p is not None:
-                ivs = _intersect(ivs, p)
+        ivs = self._candidates(terms, fidx, row_range)
         coll = self._collector()
         fins = [self._plan_column(self._cmeta[i], ivs, coll) for i in allidx]
         coll.run(self._rr, gap=self.gap, parallel=self.parallel)

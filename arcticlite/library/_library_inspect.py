@@ -20,7 +20,7 @@ class Size(NamedTuple):
     """Stored bytes and number of keys (``AdminTools`` results)."""
 
     bytes_compressed: int
-    count: int
+    count: int  # type: ignore[assignment]  # ArcticDB's field name (shadows tuple.count)
 
 
 #: Key types that belong to one symbol (always present in per-symbol results).
