@@ -2,11 +2,14 @@
 
 Every metadata struct is a fixed-size little-endian record described by a numpy structured
 dtype, so a block of them is read with one ``np.frombuffer`` call and written with one
-``ndarray.tobytes()``. Nothing is parsed field by field.
+``ndarray.tobytes()``. Each dtype also has its ``struct`` twin (``*_STRUCT``, derived from the
+dtype by :func:`record_struct`), for the few records of a small file, where a numpy call per
+record would cost more than the record itself.
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -152,6 +155,43 @@ PAGE_DTYPE = np.dtype(
         "itemsize": 64,
     }
 )  # fmt: skip
+
+
+_STRUCT_CODES = {"<u8": "Q", "<u4": "I", "<u2": "H", "|u1": "B"}
+
+
+def record_struct(dtype: np.dtype[Any], upto: int | None = None) -> struct.Struct:
+    """The ``struct`` format of (the fields before byte ``upto`` of) a record dtype, so that
+    ``pack(*fields)`` gives the same bytes as the record's ``tobytes()``."""
+    assert dtype.names is not None and dtype.fields is not None
+    fmt, pos = "<", 0
+    for name in dtype.names:
+        ft, off = dtype.fields[name][:2]
+        if upto is not None and off >= upto:
+            break
+        assert off == pos, f"{dtype}: gap before {name}"  # no implicit padding
+        fmt += _STRUCT_CODES.get(ft.str) or f"{ft.itemsize}s"  # S4 / V8 / V3: raw bytes
+        pos += ft.itemsize
+    assert pos == (dtype.itemsize if upto is None else upto), f"{dtype}: gap at the end"
+    return struct.Struct(fmt)
+
+
+def _offset(dtype: np.dtype[Any], name: str) -> int:
+    assert dtype.fields is not None
+    return int(dtype.fields[name][1])
+
+
+FOOTER_STRUCT = record_struct(FOOTER_DTYPE)
+CIT_STRUCT = record_struct(CIT_DTYPE)
+CIT_HEAD_STRUCT = record_struct(CIT_DTYPE, upto=_offset(CIT_DTYPE, "checksum"))
+"""The fields of a CIT entry that its checksum covers."""
+NAME_SLOT_STRUCT = record_struct(NAME_SLOT_DTYPE)
+NAME_SLOT_HEAD_STRUCT = record_struct(NAME_SLOT_DTYPE, upto=_offset(NAME_SLOT_DTYPE, "check"))
+"""The fields of a name index slot that its check covers (hash, column)."""
+CMB_HEADER_STRUCT = record_struct(CMB_HEADER_DTYPE)
+STREAM_STRUCT = record_struct(STREAM_DTYPE)
+CHUNK_STRUCT = record_struct(CHUNK_DTYPE)
+PAGE_STRUCT = record_struct(PAGE_DTYPE)
 
 
 def cmb_sections(num_stripes: int, num_nodes: int, num_streams: int, num_chunks: int,

@@ -13,6 +13,7 @@ parse them once.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import struct
 from collections.abc import Sequence
@@ -31,18 +32,7 @@ from arcticlite.format import _layout as L
 from arcticlite.format._range import META_GAP, RangeReader
 from arcticlite.format._types import Node, StreamSpec, build_nodes, deserialize_field
 
-_FOOTER = struct.Struct("<QQQQQQIIQIIQIIQQQIHHI4s")
 _FOOTER_INDEX = {name: k for k, name in enumerate(L.FOOTER_DTYPE.names or ())}
-_CIT = struct.Struct("<QQQQQIIIIQ")
-_CMB_HDR = struct.Struct("<4sIIIIIQ")
-_STREAM = struct.Struct("<BBHIBBHI")
-_CHUNK = struct.Struct("<QQ8s8sQQIIII")
-_PAGE = struct.Struct("<QQ8s8sIIIIIB3sQ")
-_SLOT = struct.Struct("<QII")
-assert _FOOTER.size == L.FOOTER_SIZE and _CIT.size == L.CIT_DTYPE.itemsize
-assert _CMB_HDR.size == L.CMB_HEADER_DTYPE.itemsize and _STREAM.size == L.STREAM_DTYPE.itemsize
-assert _CHUNK.size == L.CHUNK_DTYPE.itemsize and _PAGE.size == L.PAGE_DTYPE.itemsize
-assert _SLOT.size == L.NAME_SLOT_DTYPE.itemsize
 
 # positions in a page tuple (PAGE_DTYPE field order)
 P_OFFSET, P_CHECKSUM, P_MIN, P_MAX, P_LENGTH, P_RAW, P_ITEMS, P_NULLS, P_FLAGS, P_ENCODING = range(10)
@@ -80,7 +70,7 @@ class Footer:
     @property
     def raw(self) -> np.void:
         """The footer as a ``FOOTER_DTYPE`` record."""
-        return np.frombuffer(_FOOTER.pack(*self.values), dtype=L.FOOTER_DTYPE)[0]
+        return np.frombuffer(L.FOOTER_STRUCT.pack(*self.values), dtype=L.FOOTER_DTYPE)[0]
 
 
 def read_footer(rr: RangeReader) -> Footer:
@@ -91,7 +81,7 @@ def read_footer(rr: RangeReader) -> Footer:
     if len(tail) < L.FOOTER_SIZE:
         tail = rr.prefetch_tail(L.FOOTER_SIZE)
     raw = tail[len(tail) - L.FOOTER_SIZE :]
-    v = _FOOTER.unpack_from(raw)
+    v = L.FOOTER_STRUCT.unpack_from(raw)
     L.check_magic(v[21], "footer")
     major, minor = v[18], v[19]
     if major != L.VERSION_MAJOR:
@@ -112,16 +102,16 @@ def read_footer(rr: RangeReader) -> Footer:
     batch = bool(settings & L.SETTING_BATCH_MODE)
     if nent != ncols + (1 if batch else 0):
         raise InvalidFileError("CIT entry count does not match the column count")
-    if cit_off + nent * _CIT.size != end or cit_off < L.HEADER_SIZE:
-        L.check_range(cit_off, nent * _CIT.size, L.HEADER_SIZE, end, "CIT")
+    if cit_off + nent * L.CIT_STRUCT.size != end or cit_off < L.HEADER_SIZE:
+        L.check_range(cit_off, nent * L.CIT_STRUCT.size, L.HEADER_SIZE, end, "CIT")
         raise InvalidFileError("the CIT does not end where the footer starts")
     if slots < 2 or slots & (slots - 1) or slots < 2 * ncols:
         raise InvalidFileError(f"bad name index size {slots}")
     hs = L.HEADER_SIZE
-    if not (hs <= ni_off and ni_off + slots * _SLOT.size <= cit_off and hs <= s_off
+    if not (hs <= ni_off and ni_off + slots * L.NAME_SLOT_STRUCT.size <= cit_off and hs <= s_off
             and s_off + s_len <= ni_off and s_off <= sm_off and sm_off + sm_len <= s_off + s_len
             and hs <= cmb_off and cmb_off + cmb_len <= s_off + 1):
-        L.check_range(ni_off, slots * _SLOT.size, hs, cit_off, "name index")
+        L.check_range(ni_off, slots * L.NAME_SLOT_STRUCT.size, hs, cit_off, "name index")
         L.check_range(s_off, s_len, hs, ni_off, "schema area")
         L.check_range(sm_off, sm_len, s_off, s_off + s_len, "schema metadata")
         L.check_range(cmb_off, cmb_len, hs, s_off + 1, "CMB area")
@@ -148,7 +138,7 @@ class CitEntry(NamedTuple):
 def read_cit(rr: RangeReader, footer: Footer, indices: list[int]) -> list[CitEntry]:
     """The CIT entries of ``indices`` (checksummed), one coalesced read."""
     base = footer.cit_offset
-    size = _CIT.size
+    size = L.CIT_STRUCT.size
     if len(indices) > 1 and indices[-1] - indices[0] == len(indices) - 1:
         blob = rr.read(base + indices[0] * size, len(indices) * size)  # a contiguous run
         bufs = [blob[k * size : (k + 1) * size] for k in range(len(indices))]
@@ -159,7 +149,7 @@ def read_cit(rr: RangeReader, footer: Footer, indices: list[int]) -> list[CitEnt
     s_lo = footer["schema_offset"]
     s_hi = s_lo + footer["schema_length"]
     out = []
-    unpack, digest, new = _CIT.unpack_from, L.checksum, tuple.__new__
+    unpack, digest, new = L.CIT_STRUCT.unpack_from, L.checksum, tuple.__new__
     for i, b in zip(indices, bufs, strict=True):
         v = unpack(b)
         if digest(b[:56]) != v[9]:
@@ -186,7 +176,7 @@ def _name_table(blob: bytes) -> tuple[dict[int, list[int]], int]:
     """A whole name index with every slot checked: hash -> columns, and the largest column."""
     table: dict[int, list[int]] = {}
     top = -1
-    for h, c, chk in _SLOT.iter_unpack(blob):
+    for h, c, chk in L.NAME_SLOT_STRUCT.iter_unpack(blob):
         if L.slot_check(h, c) != chk:
             raise ChecksumError("name index slot checksum mismatch; the segment is corrupt")
         if c != L.EMPTY_SLOT:
@@ -202,8 +192,8 @@ def lookup_names(rr: RangeReader, footer: Footer, names: list[str]) -> list[list
     large or remote one is probed in windows from each name's slot."""
     slots = footer["name_index_slots"]
     base = footer["name_index_offset"]
-    if slots * _SLOT.size <= NAME_TABLE_MAX and rr.cheap(base):
-        table, top = _name_table(bytes(rr.read(base, slots * _SLOT.size)))
+    if slots * L.NAME_SLOT_STRUCT.size <= NAME_TABLE_MAX and rr.cheap(base):
+        table, top = _name_table(bytes(rr.read(base, slots * L.NAME_SLOT_STRUCT.size)))
         if top >= footer.num_columns:
             raise InvalidFileError("name index points past the last column")
         return [list(table.get(_name_hash(n), ())) for n in names]
@@ -218,13 +208,13 @@ def lookup_names(rr: RangeReader, footer: Footer, names: list[str]) -> list[list
         ranges = []
         for i in todo:
             n = min(window, slots - pos[i])
-            ranges.append((base + pos[i] * _SLOT.size, n * _SLOT.size))
+            ranges.append((base + pos[i] * L.NAME_SLOT_STRUCT.size, n * L.NAME_SLOT_STRUCT.size))
         bufs = rr.read_many(ranges, gap=META_GAP)
         nxt = []
         for i, buf in zip(todo, bufs, strict=True):
             done = False
             k = 0
-            for h, c, chk in _SLOT.iter_unpack(buf):
+            for h, c, chk in L.NAME_SLOT_STRUCT.iter_unpack(buf):
                 k += 1
                 if L.slot_check(h, c) != chk:
                     raise ChecksumError("name index slot checksum mismatch; the segment is corrupt")
@@ -237,7 +227,7 @@ def lookup_names(rr: RangeReader, footer: Footer, names: list[str]) -> list[list
                 if h == hashes[i]:
                     result[i].append(c)
             if not done and probed[i] < slots:
-                pos[i] = (pos[i] + len(buf) // _SLOT.size) & mask
+                pos[i] = (pos[i] + len(buf) // L.NAME_SLOT_STRUCT.size) & mask
                 nxt.append(i)
         todo = nxt
         window = 16
@@ -283,6 +273,7 @@ def read_schema_meta(rr: RangeReader, footer: Footer) -> dict[bytes, bytes] | No
 _EMPTY: tuple[()] = ()
 
 
+@dataclasses.dataclass(slots=True, eq=False, repr=False)
 class ColumnMeta:
     """Parsed, validated CMB of one column.
 
@@ -293,28 +284,20 @@ class ColumnMeta:
     arrays over the CMB bytes) are built on first use.
     """
 
-    __slots__ = ("index", "field", "nodes", "specs", "all_null", "null_count", "cmb_length",
-                 "srows", "nl", "sm", "clist", "plist", "_buf", "_views")
-
-    def __init__(self, index: int, field: pa.Field, nodes: list[Node], specs: list[StreamSpec],
-                 all_null: bool, null_count: int, srows: list[int], nl: list[list[int]],
-                 sm: list[tuple[int, ...]], clist: list[list[tuple[Any, ...]] | None],
-                 plist: list[list[Sequence[tuple[Any, ...]]]], buf: Any = b"",
-                 cmb_length: int = 0) -> None:
-        self.index = index
-        self.field = field
-        self.nodes = nodes
-        self.specs = specs
-        self.all_null = all_null
-        self.null_count = null_count
-        self.srows = srows
-        self.nl = nl
-        self.sm = sm
-        self.clist = clist
-        self.plist = plist
-        self.cmb_length = cmb_length
-        self._buf = buf
-        self._views: dict[str, Any] | None = None
+    index: int
+    field: pa.Field
+    nodes: list[Node]
+    specs: list[StreamSpec]
+    all_null: bool
+    null_count: int
+    srows: list[int]
+    nl: list[list[int]]
+    sm: list[tuple[int, ...]]
+    clist: list[list[tuple[Any, ...]] | None]
+    plist: list[list[Sequence[tuple[Any, ...]]]]
+    _buf: Any = b""  # the CMB bytes the numpy views are built over
+    cmb_length: int = 0
+    _views: dict[str, Any] | None = dataclasses.field(default=None, init=False)
 
     def _np(self) -> dict[str, Any]:
         if self._views is None:
@@ -427,17 +410,17 @@ def _shape(buf: Any, o_ch: int, nodes: list[Node], specs: list[StreamSpec], foot
     hit = _SHAPES.get(key)
     if hit is not None and hit.specs is specs:
         return hit
-    magic, nstripes, nsm, nn, nchunks, _, _ = _CMB_HDR.unpack_from(buf)
+    magic, nstripes, nsm, nn, nchunks, _, _ = L.CMB_HEADER_STRUCT.unpack_from(buf)
     if magic != L.CMB_MAGIC:
         raise InvalidFileError("bad CMB magic")
     if (nstripes, nsm, nn) != (footer.num_stripes, len(specs), len(nodes)):
         raise InvalidFileError("CMB counts do not match the footer/schema")
-    o_nl = _CMB_HDR.size + 8 * nstripes
+    o_nl = L.CMB_HEADER_STRUCT.size + 8 * nstripes
     o_sm = o_nl + 8 * nstripes * nn
-    srows = list(struct.unpack_from(f"<{nstripes}Q", buf, _CMB_HDR.size))
+    srows = list(struct.unpack_from(f"<{nstripes}Q", buf, L.CMB_HEADER_STRUCT.size))
     flat = struct.unpack_from(f"<{nstripes * nn}Q", buf, o_nl)
     nl = [list(flat[k * nn : (k + 1) * nn]) for k in range(nstripes)]
-    sm = list(_STREAM.iter_unpack(memoryview(buf)[o_sm:o_ch]))
+    sm = list(L.STREAM_STRUCT.iter_unpack(memoryview(buf)[o_sm:o_ch]))
     if nstripes:
         if max(srows) > L.MAX_ROWS or max(flat) > L.MAX_ROWS:
             raise InvalidFileError("implausible row count in a CMB")
@@ -461,7 +444,7 @@ def _shape(buf: Any, o_ch: int, nodes: list[Node], specs: list[StreamSpec], foot
         raise InvalidFileError("chunk count does not match the stream directory")
     # chunk arrays tile the chunk section in stream order
     for k, s in enumerate(full):
-        if sm[s][3] != o_ch + k * nstripes * _CHUNK.size:
+        if sm[s][3] != o_ch + k * nstripes * L.CHUNK_STRUCT.size:
             raise InvalidFileError("chunk descriptor offsets out of order")
     items = [nl[st][sm[s][2]] for s in full for st in range(nstripes)]
     shape = _Shape(specs, srows, nl, sm, full, items, _null_plan(nodes, sm, full, nstripes, nl))
@@ -483,21 +466,21 @@ def parse_cmb(index: int, fld: pa.Field, entry: CitEntry, buf: memoryview | byte
     if L.checksum(buf) != entry.cmb_checksum:
         L.verify(buf, entry.cmb_checksum, f"CMB of column {index}")
     n = len(buf)
-    if n < _CMB_HDR.size:
-        raise FormatEOFError(f"CMB header: need {_CMB_HDR.size} bytes, have {n}")
-    _, h_stripes, h_streams, h_nodes, nchunks, npages, _ = _CMB_HDR.unpack_from(buf)
-    if nchunks > nsm * nstripes or npages * _PAGE.size > n:
+    if n < L.CMB_HEADER_STRUCT.size:
+        raise FormatEOFError(f"CMB header: need {L.CMB_HEADER_STRUCT.size} bytes, have {n}")
+    _, h_stripes, h_streams, h_nodes, nchunks, npages, _ = L.CMB_HEADER_STRUCT.unpack_from(buf)
+    if nchunks > nsm * nstripes or npages * L.PAGE_STRUCT.size > n:
         raise InvalidFileError("CMB chunk/page counts out of range")
-    o_ch = _CMB_HDR.size + 8 * h_stripes * (1 + h_nodes) + _STREAM.size * h_streams
-    o_pg = o_ch + _CHUNK.size * nchunks
-    end = o_pg + _PAGE.size * npages
+    o_ch = L.CMB_HEADER_STRUCT.size + 8 * h_stripes * (1 + h_nodes) + L.STREAM_STRUCT.size * h_streams
+    o_pg = o_ch + L.CHUNK_STRUCT.size * nchunks
+    end = o_pg + L.PAGE_STRUCT.size * npages
     if end != n:
         raise InvalidFileError(f"CMB size {n} does not match its counts ({end})")
     shape = _shape(buf, o_ch, nodes, specs, footer, system)
     srows, nl, sm, full = shape.srows, shape.nl, shape.sm, shape.full
     mv = memoryview(buf)
-    clist = list(_CHUNK.iter_unpack(mv[o_ch:o_pg]))
-    pall = list(_PAGE.iter_unpack(mv[o_pg:end]))
+    clist = list(L.CHUNK_STRUCT.iter_unpack(mv[o_ch:o_pg]))
+    pall = list(L.PAGE_STRUCT.iter_unpack(mv[o_pg:end]))
     # page runs tile the page pool in chunk order
     if npages <= 64:
         _check_chunks_small(clist, pall, o_pg, data_end, shape.items)

@@ -170,34 +170,9 @@ def _put(area: np.ndarray, word: np.ndarray, records: np.ndarray) -> None:
 
 # ----------------------------------------------------------------------------- single records
 # A handful of records (the footer, the CIT and name index of a narrow table, the CMBs of a
-# small one) are packed one by one with ``struct``: a numpy record array costs microseconds per
-# field assignment, which is most of the cost of writing a small file.
-_STRUCT_CODES = {"<u8": "Q", "<u4": "I", "<u2": "H", "|u1": "B"}
-
-
-def _record_struct(dtype: np.dtype[Any], upto: int | None = None) -> struct.Struct:
-    """The ``struct`` format of (the fields before byte ``upto`` of) a ``_layout`` record dtype,
-    so that ``pack(*fields)`` gives the same bytes as the record's ``tobytes()``."""
-    assert dtype.names is not None and dtype.fields is not None
-    fmt, pos = "<", 0
-    for name in dtype.names:
-        ft, off = dtype.fields[name][:2]
-        if upto is not None and off >= upto:
-            break
-        assert off == pos, f"{dtype}: gap before {name}"  # no implicit padding
-        fmt += _STRUCT_CODES.get(ft.str) or f"{ft.itemsize}s"  # S4 / V8 / V3: raw bytes
-        pos += ft.itemsize
-    assert pos == (dtype.itemsize if upto is None else upto), f"{dtype}: gap at the end"
-    return struct.Struct(fmt)
-
-
-_CMB_HEADER = _record_struct(L.CMB_HEADER_DTYPE)
-_STREAM_META = _record_struct(L.STREAM_DTYPE)
-_CHUNK_DESC = _record_struct(L.CHUNK_DTYPE)
-_PAGE_META = _record_struct(L.PAGE_DTYPE)
-_CIT_HEAD = _record_struct(L.CIT_DTYPE, upto=56)  # the entry checksum covers these 56 bytes
-_FOOTER = _record_struct(L.FOOTER_DTYPE)
-_SLOT_HEAD = _record_struct(L.NAME_SLOT_DTYPE, upto=12)  # hash, column: what the check covers
+# small one) are packed one by one with the ``struct`` twins of the layout dtypes
+# (``L.*_STRUCT``, shared with the reader): a numpy record array costs microseconds per field
+# assignment, which is most of the cost of writing a small file.
 _U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
 _STAT_FORMATS = {1: struct.Struct("<q"), 2: struct.Struct("<Q"), 3: struct.Struct("<d")}
 """How the 8-byte min/max of each statistics kind code compare (as ``_CODE_DTYPES``)."""
@@ -206,7 +181,7 @@ _HEADER = L.MAGIC + struct.pack("<HH", L.VERSION_MAJOR, L.VERSION_MINOR)
 
 def _name_slot(h: int, column: int) -> bytes:
     """A name index slot: name hash, column and their check (``L.slot_check``)."""
-    head = _SLOT_HEAD.pack(h, column)
+    head = L.NAME_SLOT_HEAD_STRUCT.pack(h, column)
     return head + _U32.pack(L.checksum(head) & 0xFFFFFFFF)
 
 
@@ -593,7 +568,7 @@ class FermionWriter:
         ``first_item`` 0: the CMB builders set it)."""
         if not results:
             return
-        add, pack = self._out.add_parts, _PAGE_META.pack
+        add, pack = self._out.add_parts, L.PAGE_STRUCT.pack
         recs = [pack(add(blob), checksum, minmax[:8], minmax[8:], length, raw, items, nulls, flags,
                      encoding, b"", 0)
                 for blob, length, checksum, encoding, raw, items, nulls, flags, minmax, _ in results]
@@ -741,13 +716,13 @@ class FermionWriter:
                 flags = L.CIT_SYSTEM_BATCH_META
             else:
                 flags = L.CIT_ALL_NULL if self._num_rows and null_count == self._num_rows else 0
-            head = _CIT_HEAD.pack(data_end + start, field_off, cmb_sum_e, L.checksum(blob),
+            head = L.CIT_HEAD_STRUCT.pack(data_end + start, field_off, cmb_sum_e, L.checksum(blob),
                                   null_count, length, len(blob), flags, 0)
             cit.append(head)
             cit.append(_U64.pack(L.checksum(head)))
             field_off += len(blob)
         cit_off = out.add(b"".join(cit))
-        footer = _FOOTER.pack(
+        footer = L.FOOTER_STRUCT.pack(
             self._num_rows, data_end, len(area), schema_off, schema_len, meta_off, len(meta_blob),
             ncols, name_off, num_slots, len(self._stripe_rows_list), cit_off, len(entries),
             self.page_size, L.SETTING_BATCH_MODE if self._batch_mode else 0,
@@ -824,7 +799,7 @@ class FermionWriter:
         # (stream * T + stripe), in the order written
         chunk_pages: dict[int, list[tuple[list[Any], int]]] = {}
         for t, p_stream, recs, p_kind in self._page_recs:
-            for g, fields, kind in zip(p_stream, _PAGE_META.iter_unpack(recs), p_kind, strict=True):
+            for g, fields, kind in zip(p_stream, L.PAGE_STRUCT.iter_unpack(recs), p_kind, strict=True):
                 chunk_pages.setdefault(g * T + t, []).append((list(fields), kind))
         stripe_rows = struct.pack(f"<{T}Q", *self._stripe_rows_list)
         no_pages: list[tuple[list[Any], int]] = []
@@ -862,12 +837,12 @@ class FermionWriter:
             st_off = 32 + 8 * T + 8 * T * n_nodes
             ck_off = st_off + 16 * n_streams
             pg_off = ck_off + 64 * T * n_full
-            parts = [_CMB_HEADER.pack(L.CMB_MAGIC, T, n_streams, n_nodes, n_full * T, n_pg, 0),
+            parts = [L.CMB_HEADER_STRUCT.pack(L.CMB_MAGIC, T, n_streams, n_nodes, n_full * T, n_pg, 0),
                      stripe_rows,
                      struct.pack(f"<{T * n_nodes}Q", *itertools.chain.from_iterable(node_lengths))]
             frank = 0  # FULL streams before this one
             for i in range(n_streams):
-                parts.append(_STREAM_META.pack(full[i], stype[i], snode[i],
+                parts.append(L.STREAM_STRUCT.pack(full[i], stype[i], snode[i],
                                                ck_off + 64 * T * frank if full[i] == L.DESC_FULL else 0,
                                                skind[i], scode[i], 0, 0))
                 frank += full[i] == L.DESC_FULL
@@ -884,7 +859,7 @@ class FermionWriter:
                     for rec, _ in ps:
                         rec[11] = first_item  # PageMeta.first_item: items before it in the chunk
                         first_item += rec[6]
-                        pmetas.append(_PAGE_META.pack(*rec))
+                        pmetas.append(L.PAGE_STRUCT.pack(*rec))
             cmb = b"".join(parts + pmetas)
             cmbs.append(cmb)
             sizes.append(len(cmb))
@@ -1099,7 +1074,7 @@ def _chunk_desc(counts: tuple[int, int, int], pages: list[tuple[list[Any], int]]
             flags |= L.FLAG_HAS_STATS
     else:
         offset = length = 0
-    return _CHUNK_DESC.pack(offset, length, lo, hi, items, nulls, len(pages), page_meta_offset,
+    return L.CHUNK_STRUCT.pack(offset, length, lo, hi, items, nulls, len(pages), page_meta_offset,
                             flags, 0)
 
 
