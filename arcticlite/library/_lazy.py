@@ -86,10 +86,13 @@ class LazyDataFrame(QueryBuilder):
 
     def collect(self) -> VersionedItem:
         """Read the symbol and run the clauses."""
+        return self._read(self.read_request.output_format)
+
+    def _read(self, output_format: Any) -> VersionedItem:
         r = self._to_read_request()
         return self._lib.read(r.symbol, as_of=r.as_of, date_range=r.date_range,
                               row_range=r.row_range, columns=r.columns, query_builder=r.query_builder,
-                              output_format=r.output_format)
+                              output_format=output_format)
 
     def __repr__(self) -> str:
         body = f"ReadRequest(symbol={self.read_request.symbol})"
@@ -170,19 +173,13 @@ class LazyDataFrameAfterJoin(QueryBuilder):
 
     def collect(self) -> VersionedItemWithJoin:
         """Read every symbol (an error is raised, not returned), join and run the clauses."""
-        items = [_collect_pandas(f) for f in self._frames]
+        items = [f._read("pandas") for f in self._frames]  # joined as pandas, converted after
         fmt = next((f.read_request.output_format for f in self._frames if f.read_request.output_format), None)
         return join_items(self._lib, items, self._join, self.clauses, fmt)
 
     def __repr__(self) -> str:
         tail = " | ".join(["CONCAT", *(QueryBuilder.__repr__(self).split(" | ") if self.clauses else [])])
         return f"LazyDataFrameAfterJoin({self._frames!r} | {tail})"
-
-
-def _collect_pandas(f: LazyDataFrame) -> VersionedItem:
-    r = f._to_read_request()
-    return f._lib.read(r.symbol, as_of=r.as_of, date_range=r.date_range, row_range=r.row_range,
-                       columns=r.columns, query_builder=r.query_builder, output_format="pandas")
 
 
 def concat(lazy_dataframes: Sequence[LazyDataFrame] | LazyDataFrameCollection,

@@ -177,7 +177,7 @@ class BatchMixin(LibraryCore):
                    output_format: Any = None, **_: Any) -> list[VersionedItem | DataError]:
         """Read many symbols; failures come back in place as ``DataError``. With ``lazy=True``,
         a ``LazyDataFrameCollection`` whose ``collect()`` reads them."""
-        reqs = [s if isinstance(s, ReadRequest) else ReadRequest(symbol=s) for s in symbols]
+        reqs = _read_requests(symbols)
         if query_builder is not None and any(r.query_builder is not None for r in reqs):
             raise ArcticInvalidApiUsageException(
                 "a query_builder was given both for the batch and for a request; give one"
@@ -214,7 +214,7 @@ class BatchMixin(LibraryCore):
         if first != "concat":
             raise UserInputException("E_INVALID_USER_ARGUMENT read_batch_and_join: the query_builder must start "
                                      "with concat(); per-symbol clauses go in each ReadRequest's query_builder")
-        reqs = [s if isinstance(s, ReadRequest) else ReadRequest(symbol=s) for s in symbols]
+        reqs = _read_requests(symbols)
         joined = concat([LazyDataFrame(self, r._replace(output_format=r.output_format or output_format))
                          for r in reqs], join)
         joined.clauses = list(rest)
@@ -234,3 +234,8 @@ class BatchMixin(LibraryCore):
         reqs = [d if isinstance(d, DeleteRequest) else DeleteRequest(symbol=d, version_ids=None) for d in delete_requests]  # type: ignore[arg-type]
         return self._run_batch(reqs, lambda r: self.delete(r.symbol, r.version_ids),
                                lambda r: r.symbol)
+
+
+def _read_requests(symbols: list[str | ReadRequest]) -> list[ReadRequest]:
+    """Symbols given as names or ``ReadRequest``s, as requests."""
+    return [s if isinstance(s, ReadRequest) else ReadRequest(symbol=s) for s in symbols]
