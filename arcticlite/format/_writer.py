@@ -11,10 +11,10 @@ beyond cutting its pages and running one page job. So the incompressibility test
 pages of a stripe runs in bulk (``_encodings.incompressible_many``); a page it marks is written
 straight from the Arrow buffer (``_encodings.plain_parts`` and ``os.writev``: no blob is
 built); and the CMBs of all columns are assembled by array operations over all page and chunk
-records (``_build_cmbs_bulk``), not column by column.
+records (``_writer_cmb``), not column by column.
 
 A small file (a few columns in one stripe: every small append to a symbol) is the opposite case:
-there the fixed cost of each numpy call dominates, so its CMBs (``_build_cmbs_small``), and the
+there the fixed cost of each numpy call dominates, so its CMBs (``_writer_cmb``), and the
 CIT, name index and footer of every file, are packed record by record with ``struct``.
 """
 
@@ -33,14 +33,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import xxhash
 
 from arcticlite.exceptions import SchemaException, UserInputException
-from arcticlite.format import _codec
 from arcticlite.format import _layout as L
 from arcticlite.format._enc_policy import POLICIES, SIZE, run_with
-from arcticlite.format._encodings import incompressible_many, plain_parts
+from arcticlite.format._encodings import incompressible_many
 from arcticlite.format._parallel import MIN_PARALLEL_BYTES, run_jobs
 from arcticlite.format._types import (
     BINARY,
@@ -58,14 +55,12 @@ from arcticlite.format._types import (
     serialize_field,
     serialize_schema_meta,
 )
+from arcticlite.format._writer_cmb import CmbSource, build_cmbs
+from arcticlite.format._writer_pages import BinaryPage, BitmapPage, FixedPage, PageOut
 
 DEFAULT_STRIPE_ROWS = 1 << 20
 _GROUP_BYTES = 8 << 20
 """Raw bytes of the pages encoded (and handed to the sink) together."""
-_SMALL_CMB_RECORDS = 128
-"""Up to this many chunks + pages in a file, its CMBs are packed record by record
-(``FermionWriter._build_cmbs_small``): the bulk builder's ~150 numpy calls cost a fixed
-~0.2 ms, more than a Python loop over so few records."""
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -104,19 +99,6 @@ def _ffill(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return values[idx]
 
 
-_MINMAX_FORMATS = {"i": struct.Struct("<2q"), "u": struct.Struct("<2Q"), "f": struct.Struct("<2d")}
-"""Packs a page's (min, max) of each statistics kind as the 8-byte type it is stored as
-(int64, uint64, float64; docs/format.md, Statistics). Numpy scalars of any width convert
-exactly."""
-_KIND_CODES = {"": 0, "i": 1, "u": 2, "f": 3}
-_CODE_DTYPES = {1: np.dtype("<i8"), 2: np.dtype("<u8"), 3: np.dtype("<f8")}
-
-
-def prefix64(b: bytes) -> int:
-    """First 8 bytes of ``b`` (zero padded) as a big-endian integer: monotone in ``b``."""
-    return int.from_bytes(b[:8].ljust(8, b"\0"), "big")
-
-
 def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int = 0,
           allowed: np.ndarray | None = None) -> list[int]:
     """Page boundaries ``[0, ..., n]`` for ``n`` items (batch boundaries in ``allowed``)."""
@@ -147,35 +129,12 @@ def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int =
     return cuts
 
 
-def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(a) + 1, dtype=np.int64)
-    np.cumsum(a, out=out[1:])
-    return out
-
-
-def _ragged(base: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """``concat([base[i] + arange(counts[i]) for i])`` without a Python loop."""
-    total = int(counts.sum())
-    starts = _exclusive_cumsum(counts)[:-1]
-    return np.repeat(base - starts, counts) + np.arange(total, dtype=np.int64)
-
-
-def _put(area: np.ndarray, word: np.ndarray, records: np.ndarray) -> None:
-    """Store ``records`` (structs of a multiple of 8 bytes) at the word offsets ``word`` of
-    the ``uint64`` array ``area``."""
-    if len(records):
-        w = records.dtype.itemsize // 8
-        area[word[:, None] + np.arange(w)] = records.view("<u8").reshape(len(records), w)
-
-
 # ----------------------------------------------------------------------------- single records
 # A handful of records (the footer, the CIT and name index of a narrow table, the CMBs of a
 # small one) are packed one by one with the ``struct`` twins of the layout dtypes
 # (``L.*_STRUCT``, shared with the reader): a numpy record array costs microseconds per field
 # assignment, which is most of the cost of writing a small file.
 _U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
-_STAT_FORMATS = {1: struct.Struct("<q"), 2: struct.Struct("<Q"), 3: struct.Struct("<d")}
-"""How the 8-byte min/max of each statistics kind code compare (as ``_CODE_DTYPES``)."""
 _HEADER = L.MAGIC + struct.pack("<HH", L.VERSION_MAJOR, L.VERSION_MINOR)
 
 
@@ -358,7 +317,7 @@ class _StripeWork:
         self.streams: list[int] = []  # stream of each page job
         self.jobs: list[Any] = []
         self.weights: list[int] = []
-        self.floats: list[_FixedPage] = []  # float pages: candidates of the bulk gate
+        self.floats: list[FixedPage] = []  # float pages: candidates of the bulk gate
         self.float_at: list[int] = []  # their job indices
 
     def add(self, stream: int, job: Any, weight: int) -> None:
@@ -541,7 +500,7 @@ class FermionWriter:
                     for job in itertools.compress(floats, plain.tolist()):
                         job.plain = True
                 # a page stored plain costs a min/max and a checksum: not worth a thread hand-off
-                weights = [0 if type(j) is _FixedPage and j.plain else w
+                weights = [0 if type(j) is FixedPage and j.plain else w
                            for j, w in zip(work.jobs[a:b], work.weights[a:b], strict=True)]
                 jobs = work.jobs[a:b]
                 if not self.parallel or sum(weights) < MIN_PARALLEL_BYTES:
@@ -563,7 +522,7 @@ class FermionWriter:
         self._stripe_rows_list.append(n)
         self._num_rows += n
 
-    def _record_pages(self, stripe: int, streams: list[int], results: list[_PageOut]) -> None:
+    def _record_pages(self, stripe: int, streams: list[int], results: list[PageOut]) -> None:
         """Append the pages' blobs to the sink and keep their PageMeta records (packed, with
         ``first_item`` 0: the CMB builders set it)."""
         if not results:
@@ -639,18 +598,18 @@ class FermionWriter:
                 vslice = None if valid is None else valid[r0:r1]
                 job: Any
                 if validity:
-                    job, w = _BitmapPage(vslice, vslice), (r1 - r0) // 8
+                    job, w = BitmapPage(vslice, vslice), (r1 - r0) // 8
                 elif node.kind == BINARY:
                     assert cum is not None
-                    job = _BinaryPage(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), vslice)
+                    job = BinaryPage(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), vslice)
                     w = int(cum[r1] - cum[r0])
                 elif node.kind == BOOL:
-                    job, w = _BitmapPage(vals[r0:r1], vslice), (r1 - r0) // 8
+                    job, w = BitmapPage(vals[r0:r1], vslice), (r1 - r0) // 8
                 elif node.kind == BYTES:
-                    job = _FixedPage(vals[r0 * node.width : r1 * node.width], "", vslice, r1 - r0)
+                    job = FixedPage(vals[r0 * node.width : r1 * node.width], "", vslice, r1 - r0)
                     w = (r1 - r0) * node.width
                 else:
-                    job = _FixedPage(vals[r0:r1], stats, vslice, r1 - r0)
+                    job = FixedPage(vals[r0:r1], stats, vslice, r1 - r0)
                     w = (r1 - r0) * vals.itemsize
                     if floats:
                         work.floats.append(job)
@@ -691,7 +650,9 @@ class FermionWriter:
         if self._batch_mode:
             entries.append((pa.field("__batch_meta__", pa.int64()), _BATCH_LAYOUT, 1,
                             [[len(ids)] for ids, _ in self._batch_stripes], 0))
-        area, cmb_start, cmb_len, cmb_sum = self._build_cmbs(entries)
+        area, cmb_start, cmb_len, cmb_sum = build_cmbs(CmbSource(
+            self._stripe_rows_list, self._chunk_counts, self._page_recs, self._batch_stripes,
+            bool(self._batch_mode), self._num_rows, len(self._columns), self._num_streams), entries)
         out.add(area)
         schema_off = out.pos
         assert self._schema is not None
@@ -758,277 +719,11 @@ class FermionWriter:
             slots[j] = _name_slot(h, i)
         return b"".join(slots), m
 
-    def _build_cmbs(self, entries: list[tuple[pa.Field, tuple[tuple[int, ...], ...], int,
-                                              list[list[int]], int]]
-                    ) -> tuple[memoryview | bytes, list[int], list[int], list[int]]:
-        """Build the CMB of every CIT entry (docs/format.md §3).
-
-        ``entries`` holds per CIT entry its field, stream layout (:func:`_stream_layout`), node
-        count, node lengths per stripe and null count. Returns the CMB area and, per entry, the
-        CMB offset in the area, length and checksum (an all-null column has no CMB: length 0 at
-        the next CMB's offset).
-
-        Files with up to :data:`_SMALL_CMB_RECORDS` chunks and pages get their CMBs record by
-        record (:meth:`_build_cmbs_small`), larger ones by array operations over all records at
-        once (:meth:`_build_cmbs_bulk`); both write the same bytes.
-        """
-        chunks = sum(len(e[1][0]) for e in entries) * len(self._stripe_rows_list)
-        pages = sum(len(p[1]) for p in self._page_recs)
-        if chunks + pages <= _SMALL_CMB_RECORDS:
-            return self._build_cmbs_small(entries)
-        area, start, size, sums = self._build_cmbs_bulk(entries)
-        return area, start.tolist(), size.tolist(), sums.tolist()
-
-    def _build_cmbs_small(self, entries: list[tuple[pa.Field, tuple[tuple[int, ...], ...], int,
-                                                    list[list[int]], int]]
-                          ) -> tuple[bytes, list[int], list[int], list[int]]:
-        """:meth:`_build_cmbs` record by record with ``struct`` (few chunks and pages).
-
-        Mirrors :meth:`_build_cmbs_bulk` step by step: the two must write the same bytes.
-        """
-        T = len(self._stripe_rows_list)
-        stripes = range(T)
-        ncols = len(self._columns)
-        all_null_rows = self._num_rows  # a user column with this many nulls has no CMB
-        # (items, nulls, flags) of each chunk, by stream then stripe; the batch-meta streams
-        # (after the user columns' streams) hold one batch-meta item per batch
-        per_stripe = [zip(*c.tolist(), strict=True) for c in self._chunk_counts]
-        chunk_counts: list[Any] = list(zip(*per_stripe, strict=True)) if T else [()] * self._num_streams
-        batch_chunks = [(len(ids), 0, 0) for ids, _ in self._batch_stripes]
-        # the PageMeta fields (as a list) and statistics kind of each page, by chunk
-        # (stream * T + stripe), in the order written
-        chunk_pages: dict[int, list[tuple[list[Any], int]]] = {}
-        for t, p_stream, recs, p_kind in self._page_recs:
-            for g, fields, kind in zip(p_stream, L.PAGE_STRUCT.iter_unpack(recs), p_kind, strict=True):
-                chunk_pages.setdefault(g * T + t, []).append((list(fields), kind))
-        stripe_rows = struct.pack(f"<{T}Q", *self._stripe_rows_list)
-        no_pages: list[tuple[list[Any], int]] = []
-        cmbs: list[bytes] = []
-        starts: list[int] = []
-        sizes: list[int] = []
-        sums: list[int] = []
-        pos = g0 = 0
-        for e, (_, layout, n_nodes, node_lengths, null_count) in enumerate(entries):
-            stype, snode, skind, scode = layout
-            n_streams = len(stype)
-            streams = range(g0, g0 + n_streams)
-            g0 += n_streams
-            starts.append(pos)
-            if e < ncols and all_null_rows and null_count == all_null_rows:  # no CMB
-                sizes.append(0)
-                sums.append(0)
-                continue
-            counts = [chunk_counts[g] if g < len(chunk_counts) else batch_chunks for g in streams]
-            pages = [[chunk_pages.get(g * T + t, no_pages) for t in stripes] for g in streams]
-            # desc types: a validity stream is USE_DEFAULT when every chunk holding items is
-            # ALL_VALID, FORCE_NULL when they all are ALL_NULL (and there is one), else FULL;
-            # another stream is FULL when it has pages
-            full = []
-            for i in range(n_streams):
-                if stype[i] == L.STREAM_VALIDITY:
-                    states = {f & (L.FLAG_ALL_VALID | L.FLAG_ALL_NULL) for k, _, f in counts[i] if k}
-                    desc = (L.DESC_USE_DEFAULT if states <= {L.FLAG_ALL_VALID} else
-                            L.DESC_FORCE_NULL if states == {L.FLAG_ALL_NULL} else L.DESC_FULL)
-                else:
-                    desc = L.DESC_FULL if any(pages[i]) else L.DESC_USE_DEFAULT
-                full.append(desc)
-            n_full = full.count(L.DESC_FULL)
-            n_pg = sum(len(p) for ps in pages for p in ps)
-            st_off = 32 + 8 * T + 8 * T * n_nodes
-            ck_off = st_off + 16 * n_streams
-            pg_off = ck_off + 64 * T * n_full
-            parts = [L.CMB_HEADER_STRUCT.pack(L.CMB_MAGIC, T, n_streams, n_nodes, n_full * T, n_pg, 0),
-                     stripe_rows,
-                     struct.pack(f"<{T * n_nodes}Q", *itertools.chain.from_iterable(node_lengths))]
-            frank = 0  # FULL streams before this one
-            for i in range(n_streams):
-                parts.append(L.STREAM_STRUCT.pack(full[i], stype[i], snode[i],
-                                               ck_off + 64 * T * frank if full[i] == L.DESC_FULL else 0,
-                                               skind[i], scode[i], 0, 0))
-                frank += full[i] == L.DESC_FULL
-            # chunk descs of the FULL streams, then the page metas of all pages in chunk order
-            n_seen = 0  # pages of the chunks before
-            pmetas: list[bytes] = []
-            for i in range(n_streams):
-                for t in stripes:
-                    ps = pages[i][t]
-                    if full[i] == L.DESC_FULL:
-                        parts.append(_chunk_desc(counts[i][t], ps, pg_off + 64 * n_seen))
-                    n_seen += len(ps)
-                    first_item = 0
-                    for rec, _ in ps:
-                        rec[11] = first_item  # PageMeta.first_item: items before it in the chunk
-                        first_item += rec[6]
-                        pmetas.append(L.PAGE_STRUCT.pack(*rec))
-            cmb = b"".join(parts + pmetas)
-            cmbs.append(cmb)
-            sizes.append(len(cmb))
-            sums.append(L.checksum(cmb))
-            pos += len(cmb)
-        return b"".join(cmbs), starts, sizes, sums
-
-    def _build_cmbs_bulk(self, entries: list[tuple[pa.Field, tuple[tuple[int, ...], ...], int,
-                                                   list[list[int]], int]]
-                         ) -> tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`_build_cmbs` for every CIT entry at once, by array operations.
-
-        Streams are numbered across entries (entry ``e``'s streams follow entry ``e - 1``'s) and
-        every stream has one chunk per stripe, so chunk ``(g, t)`` sits at ``g * T + t`` of the
-        (streams × stripes) arrays, in CMB order.
-        """
-        T = len(self._stripe_rows_list)
-        E = len(entries)
-        n_streams = np.array([len(e[1][0]) for e in entries], dtype=np.int64)
-        n_nodes = np.array([e[2] for e in entries], dtype=np.int64)
-        G = int(n_streams.sum())
-        sbase = _exclusive_cumsum(n_streams)
-        entry_of = np.repeat(np.arange(E), n_streams)
-        stype, snode, skind, scode = (np.fromiter(itertools.chain.from_iterable(e[1][k] for e in entries),
-                                                  dtype=np.int64, count=G) for k in range(4))
-        # ---- chunks: (G, T) item/null counts and flags
-        counts = np.zeros((3, G, T), dtype=np.int64)
-        if T:
-            user = np.stack(self._chunk_counts, axis=2)  # (3, user streams, T)
-            counts[:, : user.shape[1]] = user
-            if self._batch_mode:
-                counts[0, user.shape[1] :] = [len(ids) for ids, _ in self._batch_stripes]
-        c_items, c_nulls, c_flags = counts[0], counts[1], counts[2]
-        # ---- pages, in CMB order: by chunk, then in order written
-        groups = self._page_recs
-        p_stripe = np.repeat(np.array([t for t, *_ in groups], dtype=np.int64),
-                             [len(streams) for _, streams, _, _ in groups])
-        p_stream = np.fromiter(itertools.chain.from_iterable(g[1] for g in groups), dtype=np.int64,
-                               count=len(p_stripe))
-        recs = np.frombuffer(b"".join(g[2] for g in groups), dtype=L.PAGE_DTYPE)
-        p_kind = np.frombuffer(b"".join(g[3] for g in groups), dtype=np.uint8)
-        key = p_stream * T + p_stripe
-        order = np.argsort(key, kind="stable")
-        key, recs, p_kind = key[order], recs[order], p_kind[order]
-        n_pages = np.bincount(key, minlength=G * T)  # per chunk
-        pstart = _exclusive_cumsum(n_pages)  # first page of each chunk (+ end)
-        items = recs["item_count"].astype(np.int64)
-        icum = _exclusive_cumsum(items)
-        recs["first_item"] = icum[:-1] - icum[pstart[key]]
-        lcum = _exclusive_cumsum(recs["length"].astype(np.int64))
-        ck_length = lcum[pstart[1:]] - lcum[pstart[:-1]]
-        has_pages = n_pages > 0
-        ck_offset = np.zeros(G * T, dtype=np.uint64)
-        ck_offset[has_pages] = recs["offset"][pstart[:-1][has_pages]]
-        # chunk flags: HAS_NAN / PREFIX_STATS of its pages, HAS_STATS with min/max over them
-        ck_flags = c_flags.reshape(-1).copy()
-        p_flags = recs["flags"].astype(np.int64)
-        if len(recs):
-            ck_flags[has_pages] |= np.bitwise_or.reduceat(
-                p_flags & (L.FLAG_HAS_NAN | L.FLAG_PREFIX_STATS), pstart[:-1][has_pages])
-        ck_minmax = np.zeros((G * T, 2), dtype="<u8")
-        words = recs.view("<u8").reshape(len(recs), L.PAGE_DTYPE.itemsize // 8)
-        for code, dt in _CODE_DTYPES.items():
-            sel = np.flatnonzero(((p_flags & L.FLAG_HAS_STATS) != 0) & (p_kind == code))
-            if not len(sel):
-                continue
-            ks = key[sel]
-            first = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-            run = np.diff(np.r_[first, len(ks)])
-            pos = np.arange(len(ks))
-            for j, red in ((0, np.minimum), (1, np.maximum)):
-                bits = words[sel, 2 + j]
-                v = bits.view(dt)
-                best = np.repeat(red.reduceat(v, first), run)
-                # the first page holding the extreme gives the bits (0.0 and -0.0 tie)
-                at = np.minimum.reduceat(np.where(v == best, pos, len(ks)), first)
-                ck_minmax[ks[first], j] = bits[at]
-            ck_flags[ks[first]] |= L.FLAG_HAS_STATS
-        # ---- stream desc types
-        live = c_items > 0
-        state = c_flags & (L.FLAG_ALL_VALID | L.FLAG_ALL_NULL)
-        all_valid = np.all(~live | (state == L.FLAG_ALL_VALID), axis=1)
-        all_null = live.any(axis=1) & np.all(~live | (state == L.FLAG_ALL_NULL), axis=1)
-        paged = has_pages.reshape(G, T).any(axis=1)
-        desc = np.where(stype == L.STREAM_VALIDITY,
-                        np.where(all_valid, L.DESC_USE_DEFAULT,
-                                 np.where(all_null, L.DESC_FORCE_NULL, L.DESC_FULL)),
-                        np.where(paged, L.DESC_FULL, L.DESC_USE_DEFAULT))
-        # ---- CMB sizes and section offsets (bytes, relative to each CMB)
-        null_counts = np.array([e[4] for e in entries], dtype=np.int64)
-        has_cmb = np.ones(E, dtype=bool)
-        if self._num_rows:
-            has_cmb[: len(self._columns)] = null_counts[: len(self._columns)] != self._num_rows
-        full = (desc == L.DESC_FULL) & has_cmb[entry_of]
-        fcum = _exclusive_cumsum(full)
-        n_full = fcum[sbase[1:]] - fcum[sbase[:-1]]
-        n_pg = np.bincount(entry_of[key // T] if T else np.zeros(0, np.int64), minlength=E)
-        nl_off = 32 + 8 * T
-        st_off = nl_off + 8 * T * n_nodes
-        ck_off = st_off + 16 * n_streams
-        pg_off = ck_off + 64 * T * n_full
-        size = np.where(has_cmb, pg_off + 64 * n_pg, 0)
-        start = _exclusive_cumsum(size)
-        area = np.zeros(int(start[-1]) // 8, dtype="<u8")  # every section is 8-byte aligned
-        word = start[:-1] // 8
-        ids = np.flatnonzero(has_cmb)
-        # header, stripe rows, node lengths
-        hdr = np.zeros(len(ids), dtype=L.CMB_HEADER_DTYPE)
-        hdr["magic"] = L.CMB_MAGIC
-        hdr["num_stripes"] = T
-        hdr["num_streams"] = n_streams[ids]
-        hdr["num_nodes"] = n_nodes[ids]
-        hdr["num_chunks"] = n_full[ids] * T
-        hdr["num_pages"] = n_pg[ids]
-        _put(area, word[ids], hdr)
-        if T:
-            area[(word[ids] + 4)[:, None] + np.arange(T)] = self._stripe_rows_list
-            nl_count = T * n_nodes[ids]
-            nl = np.fromiter(itertools.chain.from_iterable(
-                itertools.chain.from_iterable(entries[e][3]) for e in ids.tolist()),
-                dtype=np.uint64, count=int(nl_count.sum()))
-            area[_ragged(word[ids] + nl_off // 8, nl_count)] = nl
-        # stream metas
-        gsel = np.flatnonzero(has_cmb[entry_of])
-        ge = entry_of[gsel]
-        smeta = np.zeros(len(gsel), dtype=L.STREAM_DTYPE)
-        smeta["desc_type"] = desc[gsel]
-        smeta["stream_type"] = stype[gsel]
-        smeta["node"] = snode[gsel]
-        smeta["kind"] = skind[gsel]
-        smeta["dtype_code"] = scode[gsel]
-        frank = fcum[gsel] - fcum[sbase[ge]]  # FULL streams before this one in its CMB
-        smeta["chunks_offset"] = np.where(full[gsel], ck_off[ge] + 64 * T * frank, 0)
-        _put(area, word[ge] + (st_off[ge] + 16 * (gsel - sbase[ge])) // 8, smeta)
-        # chunk descs of the FULL streams
-        fg = np.flatnonzero(full)
-        if T and len(fg):
-            ci = (fg[:, None] * T + np.arange(T)).reshape(-1)
-            ce = entry_of[ci // T]
-            page_base = _exclusive_cumsum(n_pg)[ce]  # the entry's first page (sorted order)
-            cdesc = np.zeros(len(ci), dtype=L.CHUNK_DTYPE)
-            cdesc["offset"] = ck_offset[ci]
-            cdesc["length"] = ck_length[ci]
-            cdesc["item_count"] = c_items.reshape(-1)[ci]
-            cdesc["null_count"] = c_nulls.reshape(-1)[ci]
-            cdesc["num_pages"] = n_pages[ci]
-            cdesc["page_meta_offset"] = pg_off[ce] + 64 * (pstart[ci] - page_base)
-            cdesc["flags"] = ck_flags[ci]
-            cw = cdesc.view("<u8").reshape(len(ci), L.CHUNK_DTYPE.itemsize // 8)
-            cw[:, 2:4] = ck_minmax[ci]
-            crank = (fcum[ci // T] - fcum[sbase[ce]]) * T + ci % T
-            _put(area, word[ce] + ck_off[ce] // 8 + 8 * crank, cdesc)
-        # page metas
-        if len(recs):
-            pe = entry_of[key // T]
-            prank = np.arange(len(recs)) - _exclusive_cumsum(n_pg)[pe]
-            _put(area, word[pe] + pg_off[pe] // 8 + 8 * prank, recs)
-        raw = area.data.cast("B")
-        sums = np.zeros(E, dtype=np.uint64)
-        sums[ids] = np.fromiter((L.checksum(raw[a : a + s])
-                                 for a, s in zip(start[ids].tolist(), size[ids].tolist(), strict=True)),
-                                dtype=np.uint64, count=len(ids))
-        return raw, start[:-1], size, sums
-
     def _write_batch_pages(self) -> None:
         """Write the BATCH_META pages (batch ids, batch lengths) of every stripe."""
         g0 = self._num_streams  # the system column's two streams follow the user columns'
         for t, (ids, lens) in enumerate(self._batch_stripes):
-            pages = [(g0 + s, _FixedPage(vals, "i" if s == 0 else "", None, len(vals)))
+            pages = [(g0 + s, FixedPage(vals, "i" if s == 0 else "", None, len(vals)))
                      for s, vals in enumerate((ids, lens)) if len(vals)]
             self._record_pages(t, [g for g, _ in pages], [job() for _, job in pages])
 
@@ -1042,40 +737,6 @@ class FermionWriter:
         self._out.shutdown()
         if self._own_file and self._file is not None and not self._file.closed:
             self._file.close()
-
-
-def _chunk_desc(counts: tuple[int, int, int], pages: list[tuple[list[Any], int]],
-                page_meta_offset: int) -> bytes:
-    """One packed ChunkDesc (``FermionWriter._build_cmbs_small``): ``counts`` are the chunk's
-    (items, nulls, flags), ``pages`` its (PageMeta fields, statistics kind) in order.
-
-    Its min/max are those of its pages with statistics (the first page holding the extreme
-    gives the bits: 0.0 and -0.0 tie), per statistics kind, a later kind winning; its flags add
-    the pages' HAS_NAN and PREFIX_STATS.
-    """
-    items, nulls, flags = counts
-    lo = hi = _ZERO16[:8]
-    if pages:
-        offset, length = pages[0][0][0], 0
-        for rec, _ in pages:
-            flags |= rec[8] & (L.FLAG_HAS_NAN | L.FLAG_PREFIX_STATS)
-            length += rec[4]
-        stat = [(rec, kind) for rec, kind in pages if kind in _STAT_FORMATS and rec[8] & L.FLAG_HAS_STATS]
-        if len(stat) == 1:
-            lo, hi = stat[0][0][2], stat[0][0][3]
-            flags |= L.FLAG_HAS_STATS
-        elif stat:
-            for code, fmt in _STAT_FORMATS.items():
-                sel = [rec for rec, kind in stat if kind == code]
-                if sel:
-                    los = [fmt.unpack(rec[2])[0] for rec in sel]
-                    his = [fmt.unpack(rec[3])[0] for rec in sel]
-                    lo, hi = sel[los.index(min(los))][2], sel[his.index(max(his))][3]
-            flags |= L.FLAG_HAS_STATS
-    else:
-        offset = length = 0
-    return L.CHUNK_STRUCT.pack(offset, length, lo, hi, items, nulls, len(pages), page_meta_offset,
-                            flags, 0)
 
 
 _FIELD_BLOBS: dict[bytes, tuple[bytes, ...]] = {}
@@ -1120,104 +781,3 @@ def _serialized_meta(items: tuple[tuple[bytes, bytes], ...] | None) -> bytes:
 
 def _no_columns(n: int) -> pa.Table:
     return pa.table({"_": pa.nulls(n)}).select([])
-
-
-# ----------------------------------------------------------------------------- page jobs
-_PageOut = tuple[tuple[Any, ...], int, int, int, int, int, int, int, bytes, int]
-"""A page job's result: (blob buffers, length, checksum, encoding id, raw_length, item_count,
-null_count, flags, min and max (16 bytes), statistics kind code)."""
-_ZERO16 = bytes(16)
-
-
-def _blob(blob: bytes) -> tuple[tuple[bytes], int, int, int]:
-    """(buffers, length, checksum, encoding id) of a page blob."""
-    return (blob,), len(blob), L.checksum(blob), blob[0] if blob else 0
-
-
-def _nulls(count: int, valid: np.ndarray | None) -> int:
-    return 0 if valid is None else count - int(np.count_nonzero(valid))
-
-
-class _BitmapPage:
-    """Page job: a bitmap (validity or bool values) packed LSB-first and encoded as uint8."""
-
-    __slots__ = ("bools", "valid")
-
-    def __init__(self, bools: np.ndarray | None, valid: np.ndarray | None) -> None:
-        self.bools, self.valid = bools, valid
-
-    def __call__(self) -> _PageOut:
-        assert self.bools is not None
-        n = len(self.bools)
-        packed = np.packbits(self.bools, bitorder="little")
-        return (*_blob(_codec.encode_fixed(packed)), len(packed), n, _nulls(n, self.valid), 0,
-                _ZERO16, 0)
-
-
-class _FixedPage:
-    """Page job: fixed-width values (``count`` items) and, for ``stats`` "i"/"u"/"f", their
-    min/max over the valid values (NaN excluded, with HAS_NAN).
-
-    ``plain`` is set when the bulk incompressibility test marked the page: its blob is then the
-    id byte and the values' own buffer (checksummed as one); otherwise ``encode_fixed`` runs
-    without that test.
-    """
-
-    __slots__ = ("vals", "stats", "valid", "count", "plain")
-
-    def __init__(self, vals: np.ndarray, stats: str, valid: np.ndarray | None, count: int) -> None:
-        self.vals, self.stats, self.valid, self.count = vals, stats, valid, count
-        self.plain = False
-
-    def __call__(self) -> _PageOut:
-        v = self.vals
-        if self.plain:
-            head, body = plain_parts(v)
-            h = xxhash.xxh3_64(head)
-            h.update(body)
-            blob: tuple[tuple[Any, ...], int, int, int] = ((head, body), 1 + body.nbytes,
-                                                           h.intdigest(), head[0])
-        else:
-            blob = _blob(_codec.encode_fixed(np.ascontiguousarray(v), gate=False))
-        count, valid, stats = self.count, self.valid, self.stats
-        nulls = _nulls(count, valid)
-        if stats and count:
-            sv = v if valid is None else v[valid]
-            if len(sv):
-                lo, hi = np.minimum.reduce(sv), np.maximum.reduce(sv)
-                flags = 0
-                if stats == "f" and (lo != lo or hi != hi):  # NaN
-                    flags = L.FLAG_HAS_NAN
-                    lo, hi = np.fmin.reduce(sv), np.fmax.reduce(sv)
-                if lo == lo:  # not all NaN
-                    minmax = _MINMAX_FORMATS[stats].pack(lo, hi)
-                    return (*blob, v.nbytes, count, nulls, flags | L.FLAG_HAS_STATS, minmax,
-                            _KIND_CODES[stats])
-                return (*blob, v.nbytes, count, nulls, flags, _ZERO16, 0)
-        return (*blob, v.nbytes, count, nulls, 0, _ZERO16, 0)
-
-
-class _BinaryPage:
-    """Page job: variable-length values, with 8-byte prefix statistics."""
-
-    __slots__ = ("offs", "data", "arr", "valid")
-
-    def __init__(self, offs: np.ndarray, data: pa.Buffer, arr: pa.Array,
-                 valid: np.ndarray | None) -> None:
-        self.offs, self.data, self.arr, self.valid = offs, data, arr, valid
-
-    def __call__(self) -> _PageOut:
-        offs, arr = self.offs, self.arr
-        blob = _blob(_codec.encode_binary(offs, self.data))
-        n = len(arr)
-        raw = int(offs[-1] - offs[0]) + 4 * len(offs)
-        nulls = _nulls(n, self.valid)
-        if arr.null_count < n:
-            mm = pc.min_max(arr)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if isinstance(lo, str):
-                lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
-            minmax = np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
-            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, minmax,
-                    _KIND_CODES["u"])
-        return (*blob, raw, n, nulls, 0, _ZERO16, 0)

@@ -8,14 +8,21 @@ import pyarrow.compute as pc
 import pytest
 
 from arcticlite.exceptions import CorruptDataError, SchemaException, UserInputException
-from arcticlite.format import FermionReader, FermionWriter, RangeReader, _writer, decode, encode
+from arcticlite.format import (
+    FermionReader,
+    FermionWriter,
+    RangeReader,
+    _writer_pages,
+    decode,
+    encode,
+)
 from tests.format.conftest import assert_same
 
 
 @pytest.fixture
 def plain_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     """Store pages as 'plain' blobs (encoding id 0): the metadata tests do not need cascades."""
-    monkeypatch.setattr(_writer._codec, "encode_fixed",
+    monkeypatch.setattr(_writer_pages._codec, "encode_fixed",
                         lambda v, **k: b"\x00" + np.ascontiguousarray(v).tobytes())
 
 

@@ -93,10 +93,10 @@ def test_batch_mode_to_a_path(tmp_path: Path) -> None:
 
 
 def _encode_with(t: pa.Table, small_records: int, batches: list[int] | None, **opts: object) -> bytes:
-    from arcticlite.format import _writer
+    from arcticlite.format import _writer_cmb
 
-    old = _writer._SMALL_CMB_RECORDS
-    _writer._SMALL_CMB_RECORDS = small_records
+    old = _writer_cmb._SMALL_CMB_RECORDS
+    _writer_cmb._SMALL_CMB_RECORDS = small_records
     try:
         w = FermionWriter(None, t.schema, **opts)  # type: ignore[arg-type]
         if batches is None:
@@ -108,7 +108,7 @@ def _encode_with(t: pa.Table, small_records: int, batches: list[int] | None, **o
                 pos += n
         out = w.close()
     finally:
-        _writer._SMALL_CMB_RECORDS = old
+        _writer_cmb._SMALL_CMB_RECORDS = old
     assert out is not None
     return out
 

@@ -1,0 +1,130 @@
+"""Page jobs of the Fermion writer: each encodes one page (``_encodings``), checksums it and
+computes its statistics, on the writer's thread or in the shared pool, and returns what the
+writer records in the page's PageMeta."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from arcticlite.format import _codec
+from arcticlite.format import _layout as L
+from arcticlite.format._encodings import plain_parts
+
+__all__ = ["BinaryPage", "BitmapPage", "FixedPage", "PageOut"]
+
+_MINMAX_FORMATS = {"i": struct.Struct("<2q"), "u": struct.Struct("<2Q"), "f": struct.Struct("<2d")}
+"""Packs a page's (min, max) of each statistics kind as the 8-byte type it is stored as
+(int64, uint64, float64; docs/format.md, Statistics). Numpy scalars of any width convert
+exactly."""
+_KIND_CODES = {"": 0, "i": 1, "u": 2, "f": 3}
+
+
+def prefix64(b: bytes) -> int:
+    """First 8 bytes of ``b`` (zero padded) as a big-endian integer: monotone in ``b``."""
+    return int.from_bytes(b[:8].ljust(8, b"\0"), "big")
+
+
+PageOut = tuple[tuple[Any, ...], int, int, int, int, int, int, int, bytes, int]
+"""A page job's result: (blob buffers, length, checksum, encoding id, raw_length, item_count,
+null_count, flags, min and max (16 bytes), statistics kind code)."""
+_ZERO16 = bytes(16)
+
+
+def _blob(blob: bytes) -> tuple[tuple[bytes], int, int, int]:
+    """(buffers, length, checksum, encoding id) of a page blob."""
+    return (blob,), len(blob), L.checksum(blob), blob[0] if blob else 0
+
+
+def _nulls(count: int, valid: np.ndarray | None) -> int:
+    return 0 if valid is None else count - int(np.count_nonzero(valid))
+
+
+class BitmapPage:
+    """Page job: a bitmap (validity or bool values) packed LSB-first and encoded as uint8."""
+
+    __slots__ = ("bools", "valid")
+
+    def __init__(self, bools: np.ndarray | None, valid: np.ndarray | None) -> None:
+        self.bools, self.valid = bools, valid
+
+    def __call__(self) -> PageOut:
+        assert self.bools is not None
+        n = len(self.bools)
+        packed = np.packbits(self.bools, bitorder="little")
+        return (*_blob(_codec.encode_fixed(packed)), len(packed), n, _nulls(n, self.valid), 0,
+                _ZERO16, 0)
+
+
+class FixedPage:
+    """Page job: fixed-width values (``count`` items) and, for ``stats`` "i"/"u"/"f", their
+    min/max over the valid values (NaN excluded, with HAS_NAN).
+
+    ``plain`` is set when the bulk incompressibility test marked the page: its blob is then the
+    id byte and the values' own buffer (checksummed as one); otherwise ``encode_fixed`` runs
+    without that test.
+    """
+
+    __slots__ = ("vals", "stats", "valid", "count", "plain")
+
+    def __init__(self, vals: np.ndarray, stats: str, valid: np.ndarray | None, count: int) -> None:
+        self.vals, self.stats, self.valid, self.count = vals, stats, valid, count
+        self.plain = False
+
+    def __call__(self) -> PageOut:
+        v = self.vals
+        if self.plain:
+            head, body = plain_parts(v)
+            h = xxhash.xxh3_64(head)
+            h.update(body)
+            blob: tuple[tuple[Any, ...], int, int, int] = ((head, body), 1 + body.nbytes,
+                                                           h.intdigest(), head[0])
+        else:
+            blob = _blob(_codec.encode_fixed(np.ascontiguousarray(v), gate=False))
+        count, valid, stats = self.count, self.valid, self.stats
+        nulls = _nulls(count, valid)
+        if stats and count:
+            sv = v if valid is None else v[valid]
+            if len(sv):
+                lo, hi = np.minimum.reduce(sv), np.maximum.reduce(sv)
+                flags = 0
+                if stats == "f" and (lo != lo or hi != hi):  # NaN
+                    flags = L.FLAG_HAS_NAN
+                    lo, hi = np.fmin.reduce(sv), np.fmax.reduce(sv)
+                if lo == lo:  # not all NaN
+                    minmax = _MINMAX_FORMATS[stats].pack(lo, hi)
+                    return (*blob, v.nbytes, count, nulls, flags | L.FLAG_HAS_STATS, minmax,
+                            _KIND_CODES[stats])
+                return (*blob, v.nbytes, count, nulls, flags, _ZERO16, 0)
+        return (*blob, v.nbytes, count, nulls, 0, _ZERO16, 0)
+
+
+class BinaryPage:
+    """Page job: variable-length values, with 8-byte prefix statistics."""
+
+    __slots__ = ("offs", "data", "arr", "valid")
+
+    def __init__(self, offs: np.ndarray, data: pa.Buffer, arr: pa.Array,
+                 valid: np.ndarray | None) -> None:
+        self.offs, self.data, self.arr, self.valid = offs, data, arr, valid
+
+    def __call__(self) -> PageOut:
+        offs, arr = self.offs, self.arr
+        blob = _blob(_codec.encode_binary(offs, self.data))
+        n = len(arr)
+        raw = int(offs[-1] - offs[0]) + 4 * len(offs)
+        nulls = _nulls(n, self.valid)
+        if arr.null_count < n:
+            mm = pc.min_max(arr)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if isinstance(lo, str):
+                lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
+            minmax = np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
+            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, minmax,
+                    _KIND_CODES["u"])
+        return (*blob, raw, n, nulls, 0, _ZERO16, 0)
