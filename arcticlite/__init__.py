@@ -9,7 +9,6 @@ Switch from ArcticDB by changing one import::
 """
 
 from arcticlite import exceptions
-from arcticlite._query import QueryBuilder, col, where
 from arcticlite.library import (
     Arctic,
     ArrowOutputStringFormat,
@@ -45,6 +44,7 @@ from arcticlite.library import (
     WritePayload,
     concat,
 )
+from arcticlite.query import QueryBuilder, col, where
 
 __version__ = "0.1.0"
 

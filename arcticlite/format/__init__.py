@@ -24,6 +24,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from arcticlite.format._alloc import empty
+from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
 from arcticlite.format._parquet import from_parquet, to_parquet
 from arcticlite.format._range import RangeReader
@@ -32,6 +34,7 @@ from arcticlite.format._writer import FermionWriter
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
+    "ENCODING_NAMES",
     "FermionReader",
     "FermionWriter",
     "RangeReader",
@@ -39,6 +42,7 @@ __all__ = [
     "VERSION_MINOR",
     "decode",
     "decode_into",
+    "empty",
     "encode",
     "from_parquet",
     "to_parquet",

@@ -1,5 +1,25 @@
 """The table-index layer: a B-tree of immutable nodes, one leaf row per data segment."""
 
-from arcticlite.index._tindex import EMPTY_ROOT, FANOUT, ROW_DTYPE, IndexRoot, TableIndexIO
+from arcticlite.index._tindex import (
+    EMPTY_ROOT,
+    FANOUT,
+    FLAG_OPEN_TAIL,
+    ROW_DTYPE,
+    IndexRoot,
+    TableIndexIO,
+    hex_digests,
+    new_digest,
+    shifted,
+)
 
-__all__ = ["EMPTY_ROOT", "FANOUT", "ROW_DTYPE", "IndexRoot", "TableIndexIO"]
+__all__ = [
+    "EMPTY_ROOT",
+    "FANOUT",
+    "FLAG_OPEN_TAIL",
+    "ROW_DTYPE",
+    "IndexRoot",
+    "TableIndexIO",
+    "hex_digests",
+    "new_digest",
+    "shifted",
+]

@@ -10,7 +10,6 @@ from arcticlite.library._lazy import (
 )
 from arcticlite.library._library_all import Library
 from arcticlite.library._library_inspect import AdminTools, Size
-from arcticlite.library._normalize import OutputFormat
 from arcticlite.library._options import (
     EncodingVersion,
     EnterpriseLibraryOptions,
@@ -39,6 +38,7 @@ from arcticlite.library._types import (
     WriteMetadataPayload,
     WritePayload,
 )
+from arcticlite.normalize import OutputFormat
 
 __all__ = [
     "AdminTools",

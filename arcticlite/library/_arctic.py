@@ -19,7 +19,7 @@ from arcticlite.library._options import (
     ModifiableLibraryOption,
 )
 from arcticlite.storage import KVStore
-from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, registry_key, unescape
+from arcticlite.version import REGISTRY_PREFIX, LibraryKeys, registry_key, unescape
 
 MAX_LIBRARY_NAME = 255
 

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from arcticlite._query import QueryBuilder
 from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
     SchemaException,
     UserInputException,
 )
 from arcticlite.library._types import ReadRequest, VersionedItem
+from arcticlite.query import QueryBuilder
 
 if TYPE_CHECKING:
     from arcticlite.library._library import LibraryCore
@@ -227,7 +227,7 @@ def join_items(lib: LibraryCore, items: list[VersionedItem], join: str, clauses:
                output_format: Any = None) -> VersionedItemWithJoin:
     """Join the pandas results ``items`` row-wise, run ``clauses`` on the joined rows and convert
     to ``output_format``."""
-    from arcticlite.library import _normalize as norm
+    from arcticlite import normalize as norm
     from arcticlite.query import QueryPlan, run_query
 
     frames = [it.data.to_frame() if isinstance(it.data, pd.Series) else it.data for it in items]

@@ -5,7 +5,6 @@ Batch operations, snapshots, descriptions and staging live in mixins beside this
 
 from __future__ import annotations
 
-import functools
 import pickle
 from collections.abc import Mapping
 from typing import Any
@@ -14,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from arcticlite import normalize as norm
 from arcticlite.exceptions import (
     ArcticException,
     InternalException,
@@ -23,31 +23,21 @@ from arcticlite.exceptions import (
     UnsortedDataException,
     UserInputException,
 )
-from arcticlite.index._tindex import (
-    EMPTY_ROOT,
-    ROW_DTYPE,
-    IndexRoot,
-    TableIndexIO,
-    hex_digests,
-    new_digest,
-)
-from arcticlite.library import _direct as direct
-from arcticlite.library import _normalize as norm
+from arcticlite.index import ROW_DTYPE, IndexRoot, TableIndexIO, hex_digests, new_digest
 from arcticlite.library._options import LibraryOptions
-from arcticlite.library._segments import (
+from arcticlite.library._types import ReadRequest, VersionedItem
+from arcticlite.normalize import as_of_to_ns, to_ns_bound
+from arcticlite.storage import KVStore
+from arcticlite.table import (
     Layout,
-    prune_by_stats,
-    read_segments,
-    wanted_positions,
+    TableEngine,
+    TableOptions,
+    meta_of,
+    schema_bytes,
+    schema_of,
     write_segments,
 )
-from arcticlite.library._time import as_of_to_ns, to_ns_bound
-from arcticlite.library._types import ReadRequest, VersionedItem
-from arcticlite.storage import KVStore
-from arcticlite.version._engine import Builder, VersionEngine
-from arcticlite.version._keys import LibraryKeys
-from arcticlite.version._records import VersionRecord, add_ranges
-from arcticlite.version._symbol_list import SymbolList
+from arcticlite.version import Builder, LibraryKeys, SymbolList, VersionRecord, add_ranges
 
 MAX_SYMBOL_LENGTH = 254
 
@@ -67,28 +57,9 @@ def check_symbol(symbol: Any) -> str:
     return symbol
 
 
-def _schema_bytes(schema: pa.Schema) -> bytes:
-    return schema.serialize().to_pybytes()
-
-
-def _schema_from(b: bytes) -> pa.Schema:
-    return pa.ipc.read_schema(pa.py_buffer(b))
-
-
-#: Normalization records and schemas of at least this many bytes (wide symbols) are parsed once
-#: per process, keyed by their content: those of a 10,000-column symbol cost ~6 ms and ~3 ms to
-#: parse, more than reading 10 of its columns. Both parsed forms are immutable.
-_PARSED_MIN_BYTES = 16 << 10
-
-
-@functools.lru_cache(maxsize=16)
-def _wide_meta(text: str | bytes) -> norm.NormMeta:
-    return norm.NormMeta.from_json(text)
-
-
-@functools.lru_cache(maxsize=16)
-def _wide_schema(b: bytes) -> pa.Schema:
-    return _schema_from(b)
+def _table_options(options: LibraryOptions) -> TableOptions:
+    return TableOptions(rows_per_segment=options.rows_per_segment, columns_per_segment=options.columns_per_segment,
+                        dynamic_schema=options.dynamic_schema)
 
 
 class LibraryCore:
@@ -97,31 +68,27 @@ class LibraryCore:
     def __init__(self, store: KVStore, name: str, options: LibraryOptions, arctic: Any = None) -> None:
         self._store = store
         self._name = name
-        self._options = options
         self._arctic = arctic
         self._keys = LibraryKeys(name)
-        self._engine = VersionEngine(store, self._keys)
+        self._table = TableEngine(store, self._keys, _table_options(options))
+        self._options = options
+        self._engine = self._table.versions
         self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
         self._engine.journal = self._journal
         self._engine.journal_intent = self._journal_intent
 
     def _index_for(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO:
         """Index IO for ``sym``; new nodes go to ``sink`` (written with the commit) if given."""
-        keys = self._keys
-        store = self._store
+        return self._table.index(sym, sink)
 
-        def write_nodes(nodes: dict[str, bytes]) -> None:
-            named = {keys.tindex(sym, d): b for d, b in nodes.items()}
-            if sink is None:
-                store.write_many(named)
-            else:
-                sink.update(named)
+    @property
+    def _options(self) -> LibraryOptions:
+        return self.__options
 
-        return TableIndexIO(
-            read_node=lambda d: store.read(keys.tindex(sym, d)),
-            write_nodes=write_nodes,
-            read_nodes=lambda ds: store.read_many([keys.tindex(sym, d) for d in ds]),
-        )
+    @_options.setter
+    def _options(self, options: LibraryOptions) -> None:
+        self.__options = options
+        self._table.options = _table_options(options)
 
     @property
     def name(self) -> str:
@@ -140,11 +107,7 @@ class LibraryCore:
         return self._options.prune_previous_versions if prune is None else bool(prune)
 
     def _layout(self, meta: norm.NormMeta) -> Layout:
-        return Layout(
-            n_index=len(meta.index_columns),
-            rows_per_segment=self._options.rows_per_segment,
-            columns_per_segment=0 if self._options.dynamic_schema else self._options.columns_per_segment,
-        )
+        return self._table.layout(meta)
 
     @staticmethod
     def _pickle_meta(metadata: Any) -> bytes | None:
@@ -196,7 +159,7 @@ class LibraryCore:
             latest_live=seq,
             index=index,
             norm=meta.to_json().decode(),
-            schema=_schema_bytes(schema),
+            schema=schema_bytes(schema),
             first_index=first,
             last_index=last,
             sorted=sorted_,
@@ -206,16 +169,11 @@ class LibraryCore:
 
     @staticmethod
     def _meta_of(rec: VersionRecord) -> norm.NormMeta:
-        assert rec.norm is not None, "a data version always has its normalization metadata"
-        if len(rec.norm) >= _PARSED_MIN_BYTES:
-            return _wide_meta(rec.norm)
-        return norm.NormMeta.from_json(rec.norm)
+        return meta_of(rec)
 
     @staticmethod
     def _schema_of(rec: VersionRecord) -> pa.Schema:
-        if not rec.schema:
-            return pa.schema([])
-        return _wide_schema(rec.schema) if len(rec.schema) >= _PARSED_MIN_BYTES else _schema_from(rec.schema)
+        return schema_of(rec)
 
     def _journal(self, sym: str, head: VersionRecord | None, rec: VersionRecord) -> dict[str, bytes]:
         """Symbol-list journal keys for a commit that changes whether ``sym`` is live; the
@@ -444,123 +402,32 @@ class LibraryCore:
         output_format: Any = None,
         query_builder: Any = None,
     ) -> Any:
-        if rec.pickled and query_builder is not None:
-            raise InternalException(f"E_RUNTIME_ERROR Cannot filter pickled data of symbol {sym!r}")
         if rec.pickled:
-            if date_range is not None or row_range is not None or columns is not None:
-                raise InternalException(
-                    f"E_ASSERTION_FAILURE: Cannot perform processing (columns, date_range, row_range) "
-                    f"on pickled data of symbol {sym!r}"
-                )
-            if rec.index is None or rec.index.digest is None:
-                return None
-            leaf = self._index_for(sym).leaves(rec.index)
-            return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
-        meta = self._meta_of(rec)
-        schema = self._schema_of(rec)
-        n_index = len(meta.index_columns)
-        root = rec.index or EMPTY_ROOT
-        total = root.rows
-        wanted = list(schema.names[n_index:]) if columns is None else meta.user_to_stored(list(columns))
-        rr: tuple[int, int] | None = None
-        ir: tuple[int, int] | None = None
-        if row_range is not None:
-            rr = _iloc_range(row_range, total)
+            return self._read_pickled(sym, rec, date_range=date_range, row_range=row_range,
+                                      columns=columns, query_builder=query_builder)
+        ir = None
         if date_range is not None:
-            if meta.index_kind != "datetime":
-                raise InternalException(
-                    f"Cannot apply date range filter to symbol {sym!r} with non-timestamp index"
-                )
-            if rec.sorted not in ("ASCENDING", "UNKNOWN"):
-                raise UnsortedDataException(
-                    f"Cannot apply date range filter to symbol {sym!r}: its index is not sorted"
-                )
-            lo, hi = to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False)
-            ir = (lo, hi)
-        plan = None
-        if query_builder is not None:
-            from arcticlite.query import plan_query
-
-            plan = plan_query(query_builder, meta, total_rows=total, row_range=rr, index_range=ir,
-                              sorted_index=rec.sorted in ("ASCENDING", "UNKNOWN"), columns=columns)
-            rr, ir = plan.row_range, plan.index_range
-            wanted = (list(schema.names[n_index:]) if plan.columns is None
-                      else meta.user_to_stored(list(plan.columns)))
-        if rr is not None and rr[0] >= rr[1]:
-            leaves = np.zeros(0, dtype=ROW_DTYPE)
-        else:
-            leaves = self._index_for(sym).leaves(root, row_range=rr, index_range=ir)
-        if plan is not None and plan.value_filters:
-            leaves = prune_by_stats(self._store, self._keys, sym, leaves, schema, n_index, plan.value_filters)
+            ir = (to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False))
+        plan = self._table.plan(rec, date_range=ir, row_range=row_range, columns=columns,
+                                query_builder=query_builder)
         fmt = output_format
         if fmt is None:
             fmt = getattr(self, "_output_format", None) or getattr(self._arctic, "_output_format", None)
-        if direct.ENABLED and plan is None and not self._options.dynamic_schema and norm.OutputFormat(fmt or "pandas") is norm.OutputFormat.PANDAS:
-            df = self._read_direct(sym, rec, meta, schema, wanted, leaves, rr, ir)
-            if df is not None:
-                return df
-        if self._options.dynamic_schema:
-            leaves = widen_dynamic_leaves(leaves, len(schema.names) - n_index)
-        table = read_segments(self._store, self._keys, sym, leaves, schema, n_index, wanted, rr,
-                              dynamic=self._options.dynamic_schema, index_range=ir)
-        if ir is not None and table.num_rows:
-            idx = table.column(0).cast(pa.int64()).to_numpy()
-            a, b = np.searchsorted(idx, ir[0], "left"), np.searchsorted(idx, ir[1], "right")
-            table = table.slice(int(a), int(max(0, b - a)))
-        if plan is not None:
-            from arcticlite.query import run_query
+        return self._table.read(plan, fmt or "pandas")
 
-            table, meta = run_query(table, meta, plan)
-        return norm.denormalize(table, meta, output_format=fmt or "pandas", row_offset=rr[0] if rr else 0)
-
-    def _read_direct(self, sym: str, rec: VersionRecord, meta: norm.NormMeta, schema: pa.Schema,
-                     wanted: list[str], leaves: np.ndarray, rr: tuple[int, int] | None,
-                     ir: tuple[int, int] | None) -> pd.DataFrame | None:
-        """A DataFrame read straight into its final blocks (see ``_direct``); None when the
-        read needs the general path."""
-        n_index = len(meta.index_columns)
-        if meta.kind != "dataframe":
+    def _read_pickled(self, sym: str, rec: VersionRecord, *, date_range: Any, row_range: Any,
+                      columns: Any, query_builder: Any) -> Any:
+        if query_builder is not None:
+            raise InternalException(f"E_RUNTIME_ERROR Cannot filter pickled data of symbol {sym!r}")
+        if date_range is not None or row_range is not None or columns is not None:
+            raise InternalException(
+                f"E_ASSERTION_FAILURE: Cannot perform processing (columns, date_range, row_range) "
+                f"on pickled data of symbol {sym!r}"
+            )
+        if rec.index is None or rec.index.digest is None:
             return None
-        if meta.index_kind == "datetime":
-            if n_index != 1 or meta.index_hints[:1] != ("dt",) or schema.field(0).type != pa.timestamp("ns"):
-                return None
-        elif meta.index_kind not in ("range", "none") or n_index:
-            return None
-        wanted_pos = wanted_positions(schema, n_index, wanted)
-        data_names = [schema.field(n_index + p).name for p in wanted_pos]
-        labels, hints = meta.describe(data_names)
-        if any(hints):
-            return None
-        fields = [schema.field(n_index + p) for p in wanted_pos]
-        if any(direct.block_dtype(f.type) is None for f in fields):
-            return None
-        total = rec.index.rows if rec.index is not None else 0
-        known: dict[str, tuple[int, np.ndarray]] = {}  # segment index columns already decoded
-        try:
-            if ir is not None:
-                if rec.sorted != "ASCENDING":
-                    return None
-                if len(leaves):
-                    first = leaves[np.unique(leaves["start_row"], return_index=True)[1]]
-                    rows = direct.index_bounds(self._store, self._keys, sym, first, schema.field(0).name, ir,
-                                               known)
-                else:
-                    rows = (0, 0)
-            else:
-                rows = rr if rr is not None else (0, total)
-            nrows = rows[1] - rows[0]
-            blocks = direct.allocate(fields, schema.field(0) if n_index else None, nrows)
-            jobs = direct.plan(self._keys, sym, leaves, schema, n_index, wanted_pos, rows) if nrows else []
-            if n_index:
-                jobs = direct.use_known(jobs, known, schema.field(0).name, blocks)
-            direct.fill(self._store, jobs, blocks)
-        except direct.NotDirect:
-            return None
-        if blocks.index is not None:
-            index: pd.Index = norm.datetime_index(blocks.index, meta, meta.index_names[0])
-        else:
-            index = norm._index_from_table(pa.table({}), meta, nrows)
-        return direct.frame(blocks, index, norm.column_labels(meta, labels))
+        leaf = self._index_for(sym).leaves(rec.index)
+        return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
@@ -722,19 +589,6 @@ class LibraryCore:
         self._cleanup(sym, killed)  # type: ignore[attr-defined]
 
 
-def widen_dynamic_leaves(leaves: np.ndarray, n_data: int) -> np.ndarray:
-    """Under dynamic schema a segment's column range counts its own columns, not their
-    positions in the grown stored schema (a column added by a later append sits past the
-    range of the segment that holds it): let every segment offer every stored column, the
-    reader picks the ones the segment has and backfills the rest."""
-    if len(leaves) == 0:
-        return leaves
-    out = leaves.copy()
-    out["start_col"] = 0
-    out["end_col"] = np.maximum(out["end_col"], n_data)
-    return out
-
-
 def _max_live(dead: tuple[tuple[int, int], ...], upto: int) -> int | None:
     v = upto
     for a, b in sorted(dead, reverse=True):
@@ -747,21 +601,8 @@ def _max_live(dead: tuple[tuple[int, int], ...], upto: int) -> int | None:
 
 
 def _ts(ns: int) -> str:
-    import pandas as pd
 
     return str(pd.Timestamp(ns, unit="ns"))
-
-
-def _iloc_range(row_range: tuple[Any, Any], total: int) -> tuple[int, int]:
-    start, stop = row_range
-    start = 0 if start is None else int(start)
-    stop = total if stop is None else int(stop)
-    if start < 0:
-        start = max(0, total + start)
-    if stop < 0:
-        stop = max(0, total + stop)
-    start, stop = min(start, total), min(stop, total)
-    return start, max(start, stop)
 
 
 def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema) -> norm.NormMeta:

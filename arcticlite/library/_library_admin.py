@@ -20,8 +20,7 @@ from arcticlite.exceptions import (
 from arcticlite.library._library import LibraryCore, check_symbol
 from arcticlite.library._options import EnterpriseLibraryOptions
 from arcticlite.library._types import NameWithDType, SymbolDescription, SymbolVersion, VersionInfo
-from arcticlite.version._keys import unescape
-from arcticlite.version._records import VersionRecord
+from arcticlite.version import VersionRecord, unescape
 
 MAX_SNAPSHOT_NAME = 254
 

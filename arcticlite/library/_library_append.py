@@ -8,19 +8,19 @@ from typing import Any
 
 import numpy as np
 
+from arcticlite import normalize as norm
 from arcticlite.exceptions import AppendOrderException, InternalException, UnsortedDataException
-from arcticlite.index._tindex import EMPTY_ROOT, FLAG_OPEN_TAIL, shifted
-from arcticlite.library import _normalize as norm
+from arcticlite.index import EMPTY_ROOT, FLAG_OPEN_TAIL, shifted
 from arcticlite.library._library import LibraryCore, _ts, check_symbol, merged_meta
-from arcticlite.library._segments import (
+from arcticlite.library._types import VersionedItem
+from arcticlite.table import (
     OPTIMIZE_FOR,
     col_slices,
     is_small_append,
     write_segments,
     write_tail,
 )
-from arcticlite.library._types import VersionedItem
-from arcticlite.version._records import VersionRecord
+from arcticlite.version import VersionRecord
 
 
 class AppendMixin(LibraryCore):

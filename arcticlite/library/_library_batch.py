@@ -204,7 +204,7 @@ class BatchMixin(LibraryCore):
         """Read the symbols and join their rows: ``query_builder`` starts with
         ``concat("outer" | "inner")``; its later clauses run on the joined rows (see
         :func:`arcticlite.concat`). Returns a ``VersionedItemWithJoin``; a failed read raises."""
-        from arcticlite._query import QueryBuilder
+        from arcticlite.query import QueryBuilder
         from arcticlite.library._lazy import LazyDataFrame, concat
 
         if not isinstance(query_builder, QueryBuilder) or not query_builder.clauses:

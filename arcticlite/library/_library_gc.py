@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from arcticlite._envelope import KIND_CONFIG, seal, unseal
 from arcticlite.exceptions import CorruptDataError
-from arcticlite.index._tindex import IndexRoot, hex_digests
+from arcticlite.index import IndexRoot, hex_digests
 from arcticlite.library._library import LibraryCore
-from arcticlite.version._keys import unescape
+from arcticlite.version import unescape
 
 DEFAULT_GRACE_SECONDS = 3600.0
 

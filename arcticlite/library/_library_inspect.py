@@ -9,11 +9,10 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from arcticlite import format as fermion
-from arcticlite.format._encodings import ENCODING_NAMES as _ENC
-from arcticlite.index._tindex import EMPTY_ROOT, FLAG_OPEN_TAIL, hex_digests
+from arcticlite.index import EMPTY_ROOT, FLAG_OPEN_TAIL, hex_digests
 from arcticlite.library._library import LibraryCore, check_symbol
 from arcticlite.library._types import KeyType
-from arcticlite.version._keys import unescape
+from arcticlite.version import unescape
 
 
 class Size(NamedTuple):
@@ -139,7 +138,7 @@ class InspectMixin(LibraryCore):
                     rows.append({
                         "key": key.rsplit("/", 1)[-1], "segment_bytes": int(nbytes), "column": name,
                         "rows": reader.num_rows, "pages": len(pages),
-                        "encodings": ",".join(sorted({_ENC.get(int(p["encoding"]), str(p["encoding"]))
+                        "encodings": ",".join(sorted({fermion.ENCODING_NAMES.get(int(p["encoding"]), str(p["encoding"]))
                                                       for p in pages})),
                         "compressed": sum(p["compressed"] for p in pages),
                         "raw": sum(p["raw"] for p in pages),

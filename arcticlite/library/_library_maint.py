@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from arcticlite.exceptions import CommitConflictError, InternalException
-from arcticlite.index._tindex import EMPTY_ROOT
-from arcticlite.library._library import LibraryCore, check_symbol, widen_dynamic_leaves
-from arcticlite.library._segments import read_segments, write_segments
+from arcticlite.index import EMPTY_ROOT
+from arcticlite.library._library import LibraryCore, check_symbol
 from arcticlite.library._types import VersionedItem
-from arcticlite.version._records import VersionRecord
+from arcticlite.table import read_segments, widen_dynamic_leaves, write_segments
+from arcticlite.version import VersionRecord
 
 #: ``is_symbol_fragmented`` is true when compaction would remove at least this many segments
 FRAGMENTED_SEGMENT_COUNT = 100

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arcticlite import normalize as norm
 from arcticlite._envelope import KIND_STAGED, seal, unseal
 from arcticlite.exceptions import (
     AppendOrderException,
@@ -24,19 +25,15 @@ from arcticlite.exceptions import (
     UnsortedDataException,
     UserInputException,
 )
-from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE, shifted
-from arcticlite.library import _normalize as norm
+from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, shifted
 from arcticlite.library._library import (
     LibraryCore,
-    _schema_bytes,
-    _schema_from,
     check_symbol,
     merged_meta,
 )
-from arcticlite.library._segments import read_segments, write_segments
 from arcticlite.library._types import StagedDataFinalizeMethod, StageResult, VersionedItem
-from arcticlite.version._keys import unescape
-from arcticlite.version._records import VersionRecord
+from arcticlite.table import read_segments, schema_bytes, schema_from, write_segments
+from arcticlite.version import VersionRecord, unescape
 
 #: one staged entry: (key, header, schema, leaf rows)
 Staged = tuple[str, dict[str, Any], pa.Schema, np.ndarray]
@@ -78,8 +75,8 @@ class StageMixin(LibraryCore):
         token = f"{time.time_ns():020d}-{uuid.uuid4().hex[:16]}"
         key = self._keys.staged(symbol, token)
         header = {"norm": meta.to_json().decode(), "first": first, "last": last,
-                  "sorted": sorted_, "schema_len": len(_schema_bytes(schema)), "rows": len(leaves)}
-        self._store.write(key, seal(KIND_STAGED, header, _schema_bytes(schema) + leaves.tobytes()))
+                  "sorted": sorted_, "schema_len": len(schema_bytes(schema)), "rows": len(leaves)}
+        self._store.write(key, seal(KIND_STAGED, header, schema_bytes(schema) + leaves.tobytes()))
         return StageResult(symbol=symbol, staged_keys=(key,))
 
     def _staged_entries(self, sym: str, stage_results: list[StageResult] | None) -> list[Staged]:
@@ -91,7 +88,7 @@ class StageMixin(LibraryCore):
         for k, raw in zip(keys, self._store.read_many(keys), strict=True):
             h, blob = unseal(raw, KIND_STAGED)
             n = int(h["schema_len"])
-            schema = _schema_from(bytes(blob[:n]))
+            schema = schema_from(bytes(blob[:n]))
             leaves = np.frombuffer(bytes(blob[n:]), dtype=ROW_DTYPE).copy()
             out.append((k, h, schema, leaves))
         return out

@@ -13,19 +13,19 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite import format as fermion
+from arcticlite import normalize as norm
 from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
     InternalException,
     NormalizationException,
     UnsortedDataException,
 )
-from arcticlite.index._tindex import EMPTY_ROOT, ROW_DTYPE, hex_digests, shifted
-from arcticlite.library import _normalize as norm
+from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, hex_digests, shifted
 from arcticlite.library._library import LibraryCore, check_symbol, merged_meta
-from arcticlite.library._segments import write_segments
-from arcticlite.library._time import to_ns_bound
 from arcticlite.library._types import VersionedItem
-from arcticlite.version._records import VersionRecord
+from arcticlite.normalize import to_ns_bound
+from arcticlite.table import write_segments
+from arcticlite.version import VersionRecord
 
 
 class UpdateMixin(LibraryCore):

@@ -1,9 +1,21 @@
-"""Execution of ``QueryBuilder`` queries (filters, projections, groupby, resample, ranges).
+"""Queries: the ``QueryBuilder`` API and its execution.
 
-The builder API lives in :mod:`arcticlite._query` (re-exported as ``arcticlite.QueryBuilder``);
-this package plans what a query must read and runs its clauses over Arrow tables.
+:class:`QueryBuilder`, :func:`col` and :func:`where` build a query (re-exported as
+``arcticlite.QueryBuilder``); :func:`plan_query` decides what a query must read (columns,
+row and index ranges, value filters that can prune segments) and :func:`run_query` runs its
+clauses over Arrow tables.
 """
 
+from arcticlite.query._builder import ExpressionNode, QueryBuilder, col, where
 from arcticlite.query._execute import QueryPlan, plan_query, referenced_columns, run_query
 
-__all__ = ["QueryPlan", "plan_query", "referenced_columns", "run_query"]
+__all__ = [
+    "ExpressionNode",
+    "QueryBuilder",
+    "QueryPlan",
+    "col",
+    "plan_query",
+    "referenced_columns",
+    "run_query",
+    "where",
+]

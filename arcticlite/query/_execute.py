@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from arcticlite._query import ExpressionNode, QueryBuilder
 from arcticlite.exceptions import InternalException, SchemaException, UserInputException
 from arcticlite.query._aggregate import (
     GROUPBY_OPS,
@@ -28,6 +27,7 @@ from arcticlite.query._aggregate import (
     parse_aggregations,
     resample_labels,
 )
+from arcticlite.query._builder import ExpressionNode, QueryBuilder
 from arcticlite.query._expr import Evaluator, scalar_category, scalar_type, ts_ns
 
 _ROWWISE = ("filter", "project", "date_range")
@@ -315,13 +315,13 @@ def _date_range(st: _State, bounds: tuple[Any, Any]) -> None:
 
 
 def _frame(index: pd.Index, outputs: list[tuple[str, pa.ChunkedArray]]) -> tuple[pa.Table, Any]:
-    from arcticlite.library import _normalize as norm
+    from arcticlite.normalize import normalize
 
     data = {name: arr.to_pandas() for name, arr in outputs}
     df = pd.DataFrame({k: v.to_numpy() if isinstance(v, pd.Series) else v for k, v in data.items()}, index=index)
     if not outputs:
         df = pd.DataFrame(index=index)
-    return norm.normalize(df)
+    return normalize(df)
 
 
 def _groupby(st: _State, key: str, aggs: dict[str, Any]) -> None:

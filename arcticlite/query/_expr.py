@@ -20,8 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arcticlite._query import ExpressionNode
 from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.query._builder import ExpressionNode
 
 ArrowData: TypeAlias = Any  # pa.Array | pa.ChunkedArray (pyarrow ships no type stubs)
 

@@ -1,8 +1,21 @@
-"""The version layer: key names, version records, the commit protocol, the symbol list."""
+"""The version layer: key names, version records, the commit protocol, the symbol list,
+and the rules of a version chain (tombstones, prune, snapshots)."""
 
-from arcticlite.version._engine import VersionEngine
-from arcticlite.version._keys import LibraryKeys
-from arcticlite.version._records import VersionRecord
+from arcticlite.version._engine import Builder, VersionEngine, pid_token
+from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
+from arcticlite.version._records import VersionRecord, add_ranges
 from arcticlite.version._symbol_list import SymbolList
 
-__all__ = ["LibraryKeys", "SymbolList", "VersionEngine", "VersionRecord"]
+__all__ = [
+    "REGISTRY_PREFIX",
+    "Builder",
+    "LibraryKeys",
+    "SymbolList",
+    "VersionEngine",
+    "VersionRecord",
+    "add_ranges",
+    "escape",
+    "pid_token",
+    "registry_key",
+    "unescape",
+]

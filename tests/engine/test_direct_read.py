@@ -4,6 +4,8 @@ ranges, column subsets, tiled (row x column) layouts -- and fall back where they
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,7 @@ import pytest
 from enginehelpers import assert_frame_equal
 
 from arcticlite import Arctic, LibraryOptions
-from arcticlite.library import _direct
+from arcticlite.table import Pools, _direct
 
 N = 1_000
 
@@ -38,12 +40,12 @@ def _frame(n: int = N, seed: int = 0, tz: str | None = None) -> pd.DataFrame:
 
 
 def _general(lib: Any, *args: Any, **kwargs: Any) -> Any:
-    old = _direct.ENABLED
-    _direct.ENABLED = False
+    old = lib._table.options
+    lib._table.options = dataclasses.replace(old, direct_reads=False)
     try:
         return lib.read(*args, **kwargs).data
     finally:
-        _direct.ENABLED = old
+        lib._table.options = old
 
 
 def _both(lib: Any, *args: Any, **kwargs: Any) -> pd.DataFrame:
@@ -90,11 +92,11 @@ def test_date_ranges_at_segment_edges(lib: Any, span: tuple[int, int]) -> None:
 
 
 @pytest.fixture(params=["inline", "pooled"])
-def decode_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def decode_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, lib: Any) -> str:
     """Small reads decode inline; force the pooled (and, without views, windowed) path too."""
     if request.param == "pooled":
         monkeypatch.setattr(_direct, "POOL_MIN_BYTES", 0)
-        monkeypatch.setattr(_direct, "DECODE_THREADS", 4)
+        monkeypatch.setattr(lib._table, "pools", Pools(decode_threads=4))
         monkeypatch.setattr(_direct, "FETCH_WINDOW", 3)
     return str(request.param)
 

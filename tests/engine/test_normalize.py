@@ -27,7 +27,7 @@ from arcticlite.exceptions import (
     UnsupportedVersionError,
     UserInputException,
 )
-from arcticlite.library._normalize import (
+from arcticlite.normalize._frames import (
     NormMeta,
     OutputFormat,
     common_meta,

@@ -10,7 +10,7 @@ import pytest
 from enginehelpers import all_options, assert_frame_equal
 
 from arcticlite import Arctic, Library, LibraryOptions
-from arcticlite.library._segments import TAIL_BYTES
+from arcticlite.table._segments import TAIL_BYTES
 
 
 def ticks(k: int, n: int = 10) -> pd.DataFrame:

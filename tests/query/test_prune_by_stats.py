@@ -4,6 +4,8 @@ decoded."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +14,7 @@ import pandas as pd
 import pytest
 
 from arcticlite import Arctic, Library, LibraryOptions, QueryBuilder
-from arcticlite.library import _library, _segments
+from arcticlite.table import _read, _segments
 
 
 @pytest.fixture(params=[(1_000, 127), (1_000, 1)], ids=["rows", "rows-and-columns"])
@@ -31,7 +33,7 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         seen.append(len(np.unique(leaves["start_row"])))
         return real(store, keys, sym, leaves, *a, **k)
 
-    monkeypatch.setattr(_library, "read_segments", spy)
+    monkeypatch.setattr(_read, "read_segments", spy)
     return seen
 
 
@@ -47,7 +49,7 @@ def frame(n: int = 20_000) -> pd.DataFrame:
 
 def unpruned(lib: Library, sym: str, q: QueryBuilder, monkeypatch: pytest.MonkeyPatch) -> pd.DataFrame:
     with monkeypatch.context() as m:
-        m.setattr(_segments, "PRUNE_BY_STATS", False)
+        m.setattr(lib._table, "options", dataclasses.replace(lib._table.options, prune_by_statistics=False))
         return lib.read(sym, query_builder=q).data
 
 

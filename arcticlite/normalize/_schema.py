@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite.exceptions import NormalizationException, SchemaException, StreamDescriptorMismatch
-from arcticlite.library._normalize_meta import NormMeta
+from arcticlite.normalize._meta import NormMeta
 
 __all__ = ["common_meta", "common_schema", "sortedness"]
 

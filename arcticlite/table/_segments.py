@@ -5,7 +5,7 @@ Costs (measured in ``benchmarks/bench_engine.py``):
 
 - writes encode segments in the thread pool and hand finished segments to the store in
   batches of about :data:`WRITE_BATCH_BYTES`, so that storage I/O (an LMDB transaction and its
-  fsync, S3 PUTs) overlaps encoding instead of following it; at most :data:`ENCODE_WINDOW`
+  fsync, S3 PUTs) overlaps encoding instead of following it; at most twice the engine's
   encodes are in flight, so memory stays bounded by the window plus the queued batches;
 - reads decode each segment straight from the store's zero-copy view where the backend lends
   one (LMDB's memory map), so a segment's bytes are never copied out of the store first; only
@@ -17,11 +17,10 @@ Costs (measured in ``benchmarks/bench_engine.py``):
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,18 +29,13 @@ import pyarrow as pa
 
 from arcticlite import format as fermion
 from arcticlite.exceptions import ArcticException
-from arcticlite.index._tindex import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
+from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
 from arcticlite.storage import KVStore, MemoryStore
-from arcticlite.version._keys import LibraryKeys
-
-THREADS = max(2, os.cpu_count() or 2)
-_POOL = ThreadPoolExecutor(max_workers=max(4, THREADS * 2), thread_name_prefix="arcticlite-seg")
-_IO = ThreadPoolExecutor(max_workers=4, thread_name_prefix="arcticlite-io")
+from arcticlite.table._pools import Pools, shared
+from arcticlite.version import LibraryKeys
 
 WRITE_BATCH_BYTES = 8 << 20
 """Encoded bytes handed to the store per ``write_many`` call (one LMDB transaction)."""
-ENCODE_WINDOW = 2 * THREADS
-"""Segment encodes in flight while earlier segments are written."""
 PAGE_SIZE = 1 << 20
 """Fermion page size of data segments: one page per 8-byte column of a default 100,000-row
 segment. Half as many pages as Fermion's 512 KiB default halves the per-page decode overhead
@@ -101,6 +95,7 @@ def write_segments(
     sink: dict[str, bytes] | None = None,
     optimize_for: str = OPTIMIZE_FOR,
     flags: int = 0,
+    pools: Pools | None = None,
 ) -> np.ndarray:
     """Encode and write ``table`` as segments; return their leaf rows (rows offset by
     ``start_row``, ``flags`` set). Nothing refers to the segments until a version commits them.
@@ -152,6 +147,8 @@ def write_segments(
         return rows
 
     # encode in the pool, write finished segments in batches while later ones encode
+    pools = pools or shared()
+    window = 2 * pools.threads  # encodes in flight while earlier segments are written
     pending: deque[Future[tuple[str, bytes]]] = deque()
     writes: list[Future[None]] = []
     nxt = 0
@@ -159,8 +156,8 @@ def write_segments(
     batch_bytes = 0
     try:
         for i in range(len(tasks)):
-            while nxt < len(tasks) and len(pending) < ENCODE_WINDOW:
-                pending.append(_POOL.submit(encode, tasks[nxt]))
+            while nxt < len(tasks) and len(pending) < window:
+                pending.append(pools.work.submit(encode, tasks[nxt]))
                 nxt += 1
             digest, body = pending.popleft().result()
             rows[i]["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
@@ -168,7 +165,7 @@ def write_segments(
             batch[keys.tdata(sym, digest)] = body
             batch_bytes += len(body)
             if batch_bytes >= WRITE_BATCH_BYTES:
-                writes.append(_IO.submit(store.write_many, batch))
+                writes.append(pools.io.submit(store.write_many, batch))
                 batch, batch_bytes = {}, 0
         if batch:
             store.write_many(batch)
@@ -197,6 +194,7 @@ def write_tail(
     *,
     is_datetime: bool,
     sink: dict[str, bytes],
+    pools: Pools | None = None,
 ) -> np.ndarray | None:
     """Leaf rows of segments holding the rows of the open tail ``tail`` (its leaf rows, one per
     column slice) followed by those of the small ``table``, their bodies put into ``sink``; or
@@ -239,6 +237,7 @@ def write_tail(
     rows = write_segments(
         store, keys, sym, merged, layout, start_row=start, is_datetime=is_datetime, sink=sink,
         optimize_for="write" if still_open else OPTIMIZE_FOR, flags=FLAG_OPEN_TAIL if still_open else 0,
+        pools=pools,
     )
     if still_open:  # the next small append will want these rows back
         for digest, want in zip(hex_digests(rows), slices, strict=True):
@@ -277,13 +276,9 @@ _TAILS = _TailCache(64)
 
 
 # -- reading ------------------------------------------------------------------------------------
-PRUNE_BY_STATS = True
-"""Drop the row groups whose page statistics prove that no row passes a query's leading
-filters (:func:`prune_by_stats`)."""
-
-
 def prune_by_stats(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, schema: pa.Schema,
-                   n_index: int, filters: Sequence[tuple[str, str, Any]]) -> np.ndarray:
+                   n_index: int, filters: Sequence[tuple[str, str, Any]], *,
+                   pools: Pools | None = None) -> np.ndarray:
     """``leaves`` without the row groups in which no row can pass the ANDed ``filters``
     (``(stored column, op, value)``, as ``QueryPlan.value_filters``), judged by the page
     min/max of the segments holding the filter columns. Only their metadata is read: from the
@@ -292,7 +287,7 @@ def prune_by_stats(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarr
     column (dynamic schema), or whose statistics cannot be compared or read, keeps its row
     group; the query still filters every row exactly.
     """
-    if not len(leaves) or not filters or not PRUNE_BY_STATS:
+    if not len(leaves) or not filters:
         return leaves
     position = {name: i - n_index for i, name in enumerate(schema.names) if i >= n_index}
     at = [(position[c], (c, op, v)) for c, op, v in filters if c in position]
@@ -306,7 +301,7 @@ def prune_by_stats(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarr
             start, lo = int(row["start_row"]), int(row["seg_offset"])
             checks.append((start, keys.tdata(sym, digest), int(row["nbytes"]), terms,
                            (lo, lo + int(row["end_row"]) - start)))
-    local = _lends_views(store) or isinstance(store, MemoryStore)
+    local = lends_views(store) or isinstance(store, MemoryStore)
 
     def may_match(check: tuple[int, str, int, list[tuple[str, str, Any]], tuple[int, int]]) -> bool:
         _, key, nbytes, terms, span = check
@@ -319,7 +314,7 @@ def prune_by_stats(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarr
         except (ArcticException, KeyError, TypeError, ValueError, OverflowError, pa.ArrowException):
             return True  # missing column (dynamic schema), incomparable value: keep the row group
 
-    verdicts = map(may_match, checks) if local else _IO.map(may_match, checks)
+    verdicts = map(may_match, checks) if local else (pools or shared()).io.map(may_match, checks)
     doomed = {c[0] for c, ok in zip(checks, verdicts, strict=True) if not ok}
     if not doomed:
         return leaves
@@ -334,7 +329,7 @@ def _may_match(source: Any, terms: list[tuple[str, str, Any]], span: tuple[int, 
         reader.close()
 
 
-def _lends_views(store: KVStore) -> bool:
+def lends_views(store: KVStore) -> bool:
     """Whether ``store.read_view`` is zero-copy (the default implementation reads a copy)."""
     return type(store).read_view is not KVStore.read_view
 
@@ -434,6 +429,7 @@ def read_segments(
     *,
     dynamic: bool = False,
     index_range: tuple[int, int] | None = None,
+    pools: Pools | None = None,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -484,18 +480,20 @@ def read_segments(
         jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, int(off[i] + lo[i]), int(off[i] + hi[i]),
                          bool(trim[i])))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
-                           index_name=index_names[0] if n_index else None, index_range=use_range)
+                           index_name=index_names[0] if n_index else None, index_range=use_range,
+                           pools=pools or shared())
     return _assemble(tables, first_in_group, out_schema, set(index_names))
 
 
 def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynamic: bool,
-                  index_name: str | None, index_range: tuple[int, int] | None) -> list[pa.Table]:
+                  index_name: str | None, index_range: tuple[int, int] | None,
+                  pools: Pools) -> list[pa.Table]:
     nbytes = int(leaves["nbytes"].sum())
     small = nbytes < SMALL_SEGMENT_BYTES * len(jobs)
     parallel_inner = len(jobs) == 1
     kw: dict[str, Any] = {"dynamic": dynamic, "index_name": index_name, "index_range": index_range,
                           "parallel": parallel_inner}
-    if small or not _lends_views(store):
+    if small or not lends_views(store):
         bufs = store.read_many([j.key for j in jobs])
 
         def run_group(group: Sequence[_Job]) -> list[pa.Table]:
@@ -518,7 +516,7 @@ def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynam
         # contend for the GIL (2,000 ten-row segments: 0.58 s inline vs 0.75-1.0 s pooled)
         return run_group(jobs)
     out: list[pa.Table] = []
-    for res in _POOL.map(run_group, [[j] for j in jobs]):
+    for res in pools.work.map(run_group, [[j] for j in jobs]):
         out.extend(res)
     return out
 

@@ -31,14 +31,14 @@ from arcticlite.exceptions import (
     MissingDependencyError,
     UserInputException,
 )
-from arcticlite.library._normalize_columns import (
+from arcticlite.normalize._columns import (
     arrow_to_pandas,
     pandas_to_arrow,
     tz_library,
     tz_object,
 )
-from arcticlite.library._normalize_meta import FORMAT_VERSION, NormMeta
-from arcticlite.library._normalize_schema import common_meta, common_schema, sortedness
+from arcticlite.normalize._meta import FORMAT_VERSION, NormMeta
+from arcticlite.normalize._schema import common_meta, common_schema, sortedness
 
 __all__ = [
     "FORMAT_VERSION",
@@ -536,7 +536,7 @@ def _to_polars(table: pa.Table) -> Any:
     return pl.from_arrow(table)
 
 
-def _index_from_table(table: pa.Table, meta: NormMeta, nrows: int) -> pd.Index:
+def index_from_table(table: pa.Table, meta: NormMeta, nrows: int) -> pd.Index:
     if meta.index_kind in ("range", "none") or not meta.index_columns:
         name = meta.index_names[0] if meta.index_names else None
         if meta.index_kind == "range":
@@ -666,7 +666,7 @@ def denormalize(
     del row_offset  # reserved; see docstring
     nrows = table.num_rows
     _, data_names = _split(table, meta)
-    index = _index_from_table(table, meta, nrows)
+    index = index_from_table(table, meta, nrows)
     if meta.kind == "series":
         name = meta.user_columns[0] if meta.user_columns else None
         if not data_names:

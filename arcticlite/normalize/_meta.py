@@ -92,7 +92,7 @@ class NormMeta:
     index_hints : tuple of str
         Per index column: ``"dt"`` for a timestamp index stored as naive-UTC ``timestamp('ns')``
         (its tz and unit are ``tz`` / ``index_unit``), otherwise a column hint (see
-        :mod:`arcticlite.library._normalize_columns`).
+        :mod:`arcticlite.normalize._columns`).
     range_start, range_step : int
         Start and step of a RangeIndex as written.
     tz : str or None

@@ -26,7 +26,6 @@ only how fast and in how much memory.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass
@@ -37,21 +36,17 @@ import pandas as pd
 import pyarrow as pa
 
 from arcticlite import format as fermion
-from arcticlite.format._decode import empty as _empty
-from arcticlite.index._tindex import hex_digests
-from arcticlite.library._segments import _IO, _POOL, THREADS, _lends_views
+from arcticlite.index import hex_digests
 from arcticlite.storage import KVStore
-from arcticlite.version._keys import LibraryKeys
+from arcticlite.table._pools import Pools, shared
+from arcticlite.table._segments import lends_views
+from arcticlite.version import LibraryKeys
 
 _NAT = np.iinfo(np.int64).min
-ENABLED = True
 POOL_MIN_BYTES = 4 << 20
 """Reads of fewer stored bytes than this decode on the calling thread."""
-DECODE_THREADS = THREADS if (os.cpu_count() or 1) > 2 else 1
-"""Threads decoding one large read (1: the calling thread; see :func:`fill`)."""
 FETCH_WINDOW = 16
 """Segments fetched together from a store without zero-copy views (bounds the bytes in flight)."""
-"""Whether pandas reads try this path (tests turn it off to compare with the general path)."""
 
 
 class NotDirect(Exception):
@@ -94,14 +89,14 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
         groups.setdefault(dt, []).append(pos)
     arrays, placement, dest = [], [], {}
     for dt, positions in groups.items():
-        arr = _empty(len(positions) * nrows, dt).reshape(len(positions), nrows)
+        arr = fermion.empty(len(positions) * nrows, dt).reshape(len(positions), nrows)
         arrays.append(arr)
         placement.append(positions)
         for j, pos in enumerate(positions):
             dest[fields[pos].name] = arr[j]
     index = None
     if index_field is not None:
-        index = _empty(nrows, np.dtype("datetime64[ns]"))
+        index = fermion.empty(nrows, np.dtype("datetime64[ns]"))
         dest[index_field.name] = index
     return Blocks(arrays, placement, dest, index, nrows)
 
@@ -154,7 +149,7 @@ def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
         reader.close()
 
 
-def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
+def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None = None) -> None:
     """Decode every job into ``blocks`` (each writes its own rows).
 
     Decoding runs on the calling thread unless the read is large and the machine has more
@@ -165,8 +160,9 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
     while this one decodes."""
     if not jobs:
         return
-    views = _lends_views(store)
-    pooled = DECODE_THREADS > 1 and len(jobs) > 1 and sum(j.nbytes for j in jobs) >= POOL_MIN_BYTES
+    pools = pools or shared()
+    views = lends_views(store)
+    pooled = pools.decode_threads > 1 and len(jobs) > 1 and sum(j.nbytes for j in jobs) >= POOL_MIN_BYTES
 
     def one(job: _Job) -> None:
         if views:  # decode from the store's memory map; large reads leave the RSS after
@@ -177,20 +173,20 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks) -> None:
 
     if views or len(jobs) == 1:
         if pooled:
-            _run([_POOL.submit(one, j) for j in jobs])
+            _run([pools.work.submit(one, j) for j in jobs])
         else:
             for j in jobs:
                 one(j)
         return
     windows = [jobs[w : w + FETCH_WINDOW] for w in range(0, len(jobs), FETCH_WINDOW)]
-    ahead = _IO.submit(store.read_many, [j.key for j in windows[0]])
+    ahead = pools.io.submit(store.read_many, [j.key for j in windows[0]])
     try:
         for k, window in enumerate(windows):
             bodies = ahead.result()
             if k + 1 < len(windows):
-                ahead = _IO.submit(store.read_many, [j.key for j in windows[k + 1]])
+                ahead = pools.io.submit(store.read_many, [j.key for j in windows[k + 1]])
             if pooled:
-                _run([_POOL.submit(_decode_into, b, j, blocks, False) for j, b in zip(window, bodies, strict=True)])
+                _run([pools.work.submit(_decode_into, b, j, blocks, False) for j, b in zip(window, bodies, strict=True)])
             else:
                 for j, b in zip(window, bodies, strict=True):
                     _decode_into(b, j, blocks, False)

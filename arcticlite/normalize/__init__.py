@@ -1,0 +1,37 @@
+"""Normalization: user objects (pandas, Arrow, polars, numpy) to stored Arrow tables and back.
+
+:func:`normalize` turns what a user writes into an Arrow table (index columns first) and a
+:class:`NormMeta` describing how to rebuild it; :func:`denormalize` rebuilds it. The engine
+layer (:mod:`arcticlite.table`) stores and reads only Arrow tables and the metadata's JSON;
+everything pandas-specific lives here. Depends only on :mod:`arcticlite.exceptions`.
+"""
+
+from arcticlite.normalize._columns import arrow_to_pandas
+from arcticlite.normalize._frames import (
+    OutputFormat,
+    column_labels,
+    datetime_index,
+    denormalize,
+    index_from_table,
+    normalize,
+)
+from arcticlite.normalize._meta import FORMAT_VERSION, NormMeta
+from arcticlite.normalize._schema import common_meta, common_schema, sortedness
+from arcticlite.normalize._time import as_of_to_ns, to_ns_bound
+
+__all__ = [
+    "FORMAT_VERSION",
+    "NormMeta",
+    "OutputFormat",
+    "arrow_to_pandas",
+    "as_of_to_ns",
+    "column_labels",
+    "common_meta",
+    "common_schema",
+    "datetime_index",
+    "denormalize",
+    "index_from_table",
+    "normalize",
+    "sortedness",
+    "to_ns_bound",
+]

@@ -1,0 +1,51 @@
+"""The engine layer: one library's symbol data as segments under a table index.
+
+:class:`TableEngine` plans and executes reads (:mod:`._read`: one pipeline for every read
+path), writes segments, and commits named operations that turn a head version into the next
+one. :class:`ScanPlan` / :class:`ScanTask` and the staging functions are its public scan /
+stage API (docs/scan.md): what the Spark connector and other parallel readers and writers
+build on. Knows Arrow tables and normalization metadata, not the ArcticDB API.
+"""
+
+from arcticlite.table._engine import TableEngine, TableOptions
+from arcticlite.table._pools import Pools
+from arcticlite.table._read import (
+    ReadPlan,
+    iloc_range,
+    meta_of,
+    schema_bytes,
+    schema_from,
+    schema_of,
+    widen_dynamic_leaves,
+)
+from arcticlite.table._segments import (
+    OPTIMIZE_FOR,
+    TAIL_BYTES,
+    Layout,
+    col_slices,
+    is_small_append,
+    read_segments,
+    write_segments,
+    write_tail,
+)
+
+__all__ = [
+    "OPTIMIZE_FOR",
+    "TAIL_BYTES",
+    "Layout",
+    "Pools",
+    "ReadPlan",
+    "TableEngine",
+    "TableOptions",
+    "col_slices",
+    "iloc_range",
+    "is_small_append",
+    "meta_of",
+    "read_segments",
+    "schema_bytes",
+    "schema_from",
+    "schema_of",
+    "widen_dynamic_leaves",
+    "write_segments",
+    "write_tail",
+]

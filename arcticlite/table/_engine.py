@@ -1,0 +1,146 @@
+"""``TableEngine``: the data operations of one library's symbols, under the version layer.
+
+The façade (:class:`arcticlite.Library`) validates arguments and normalizes user objects;
+this engine turns Arrow tables into segments and versions and back. It owns its options
+and thread pools; it knows nothing of ``VersionedItem`` or pandas' API beyond assembling
+DataFrame blocks for the fast read path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from arcticlite import normalize as norm
+from arcticlite.exceptions import UserInputException
+from arcticlite.index import TableIndexIO
+from arcticlite.storage import KVStore
+from arcticlite.table._pools import Pools, shared
+from arcticlite.table._read import ReadPlan, plan_read, read_arrow, read_pandas
+from arcticlite.table._segments import Layout
+from arcticlite.version import Builder, LibraryKeys, VersionEngine, VersionRecord
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableOptions:
+    """How the engine lays out and reads segments.
+
+    Attributes
+    ----------
+    rows_per_segment, columns_per_segment : int
+        Tile size of new segments (``columns_per_segment`` is ignored under dynamic schema).
+    dynamic_schema : bool
+        Segments of one symbol may hold different columns.
+    direct_reads : bool
+        pandas reads fill DataFrame blocks straight from the decoders where they can
+        (off: every read goes through Arrow; results are identical).
+    prune_by_statistics : bool
+        Queries skip row groups whose page min/max prove no row passes their leading filters.
+    """
+
+    rows_per_segment: int = 100_000
+    columns_per_segment: int = 127
+    dynamic_schema: bool = False
+    direct_reads: bool = True
+    prune_by_statistics: bool = True
+
+    def __post_init__(self) -> None:
+        if int(self.rows_per_segment) <= 0 or int(self.columns_per_segment) <= 0:
+            raise UserInputException("rows_per_segment and columns_per_segment must be positive")
+
+
+class TableEngine:
+    """Segments, indexes and versions of one library's symbols on one store.
+
+    Parameters
+    ----------
+    store : KVStore
+    keys : LibraryKeys
+    options : TableOptions
+    pools : Pools, optional
+        Thread pools of the data path (default: the process-wide ones).
+    """
+
+    def __init__(self, store: KVStore, keys: LibraryKeys, options: TableOptions,
+                 pools: Pools | None = None) -> None:
+        self.store = store
+        self.keys = keys
+        self.options = options
+        self.pools = pools or shared()
+        self.versions = VersionEngine(store, keys)
+
+    # -- index ----------------------------------------------------------------------------------
+    def index(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO:
+        """Index IO for ``sym``; new nodes go to ``sink`` (written with the commit) if given."""
+        keys = self.keys
+        store = self.store
+
+        def write_nodes(nodes: dict[str, bytes]) -> None:
+            named = {keys.tindex(sym, d): b for d, b in nodes.items()}
+            if sink is None:
+                store.write_many(named)
+            else:
+                sink.update(named)
+
+        return TableIndexIO(
+            read_node=lambda d: store.read(keys.tindex(sym, d)),
+            write_nodes=write_nodes,
+            read_nodes=lambda ds: store.read_many([keys.tindex(sym, d) for d in ds]),
+        )
+
+    def layout(self, meta: norm.NormMeta) -> Layout:
+        """How a table normalized as ``meta`` is cut into segments."""
+        o = self.options
+        return Layout(
+            n_index=len(meta.index_columns),
+            rows_per_segment=o.rows_per_segment,
+            columns_per_segment=0 if o.dynamic_schema else o.columns_per_segment,
+        )
+
+    # -- reads ----------------------------------------------------------------------------------
+    def plan(self, rec: VersionRecord, *, date_range: tuple[int, int] | None = None,
+             row_range: tuple[Any, Any] | None = None, columns: list[Any] | None = None,
+             query_builder: Any = None) -> ReadPlan:
+        """Plan the read of data version ``rec`` (see :func:`~arcticlite.table._read.plan_read`)."""
+        return plan_read(
+            self.index(rec.symbol), self.store, self.keys, rec, date_range=date_range,
+            row_range=row_range, columns=columns, query_builder=query_builder,
+            dynamic=self.options.dynamic_schema, prune_by_statistics=self.options.prune_by_statistics,
+            pools=self.pools,
+        )
+
+    def read_arrow(self, plan: ReadPlan) -> tuple[pa.Table, norm.NormMeta]:
+        """Execute ``plan`` into a stored-layout Arrow table (query applied) and its meta."""
+        return read_arrow(self.store, self.keys, plan, pools=self.pools)
+
+    def read(self, plan: ReadPlan, output_format: Any = "pandas") -> Any:
+        """Execute ``plan`` and rebuild the user's object in ``output_format``."""
+        fmt = norm.OutputFormat(output_format or "pandas")
+        if fmt is norm.OutputFormat.PANDAS and self.options.direct_reads:
+            df = read_pandas(self.store, self.keys, plan, pools=self.pools)
+            if df is not None:
+                return df
+        table, meta = self.read_arrow(plan)
+        rr = plan.row_range
+        return norm.denormalize(table, meta, output_format=fmt, row_offset=rr[0] if rr else 0)
+
+    def read_pandas(self, plan: ReadPlan) -> pd.DataFrame | None:
+        return read_pandas(self.store, self.keys, plan, pools=self.pools)
+
+    # -- commits --------------------------------------------------------------------------------
+    def commit(self, sym: str, build: Builder, *, prune: bool = False,
+               extra: Mapping[str, bytes] | None = None) -> tuple[VersionRecord | None, VersionRecord]:
+        """Commit ``build(head, seq)`` as the next version of ``sym`` (rebuilt on every lost
+        race); returns the head the winning attempt was built on, and the new record."""
+        heads: list[VersionRecord | None] = []
+
+        def tracked(head: VersionRecord | None, seq: int) -> VersionRecord:
+            heads.append(head)
+            return build(head, seq)
+
+        rec = self.versions.commit(sym, tracked, prune=prune, extra=extra)
+        return heads[-1], rec

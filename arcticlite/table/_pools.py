@@ -1,0 +1,67 @@
+"""The engine's thread pools: segment encode/decode, and storage I/O.
+
+Pools are objects handed to the data path, not module globals: a :class:`~arcticlite.table.
+TableEngine` owns one :class:`Pools` (by default the process-wide one from :func:`shared`,
+so that many libraries in one process do not multiply threads), and a test or an embedding
+application can give an engine pools of its own size.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+#: Threads the data path plans for (at least 2: encode and write overlap even on one core).
+THREADS = max(2, os.cpu_count() or 2)
+
+
+@dataclass(frozen=True, slots=True)
+class Pools:
+    """Thread pools of the data path.
+
+    Attributes
+    ----------
+    threads : int
+        Cores the data path plans for; encodes in flight are ``2 * threads``.
+    decode_threads : int
+        Threads that decode one read's segments into pandas blocks (1 on machines with two
+        cores or fewer, where decode threads only contend for the GIL).
+    """
+
+    threads: int = THREADS
+    decode_threads: int = THREADS if (os.cpu_count() or 1) > 2 else 1
+    _work: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
+    _io: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self._work is None:
+            object.__setattr__(self, "_work", ThreadPoolExecutor(
+                max_workers=max(4, self.threads * 2), thread_name_prefix="arcticlite-seg"))
+        if self._io is None:
+            object.__setattr__(self, "_io", ThreadPoolExecutor(max_workers=4, thread_name_prefix="arcticlite-io"))
+
+    @property
+    def work(self) -> ThreadPoolExecutor:
+        """CPU work: encoding and decoding segments (pyarrow codecs release the GIL)."""
+        return self._work
+
+    @property
+    def io(self) -> ThreadPoolExecutor:
+        """Storage requests: batched writes, read-ahead, ranged metadata reads."""
+        return self._io
+
+
+_shared: Pools | None = None
+_lock = threading.Lock()
+
+
+def shared() -> Pools:
+    """The process-wide pools, created on first use."""
+    global _shared
+    if _shared is None:
+        with _lock:
+            if _shared is None:
+                _shared = Pools()
+    return _shared
