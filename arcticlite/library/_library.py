@@ -30,9 +30,12 @@ from arcticlite.normalize import as_of_to_ns, to_ns_bound
 from arcticlite.storage import KVStore
 from arcticlite.table import (
     Layout,
+    ScanPlan,
     TableEngine,
     TableOptions,
+    check_scannable,
     meta_of,
+    scan_schema,
     schema_bytes,
     schema_of,
     write_segments,
@@ -428,6 +431,75 @@ class LibraryCore:
             return None
         leaf = self._index_for(sym).leaves(rec.index)
         return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
+
+    def scan(
+        self,
+        symbol: str,
+        as_of: Any = None,
+        date_range: tuple[Any, Any] | None = None,
+        row_range: tuple[int, int] | None = None,
+        columns: list[Any] | None = None,
+        query_builder: Any = None,
+    ) -> ScanPlan:
+        """Plan a read of ``symbol`` for parallel execution: the scan / stage API.
+
+        Resolves the version and plans the read once (the same planning as :meth:`read`:
+        segments pruned by ``date_range`` / ``row_range``, ``columns`` and the statistics of
+        the query's leading filters) and returns a :class:`~arcticlite.table.ScanPlan` with
+        the version, the result's Arrow schema (the index as a leading column) and
+        ``tasks(target_bytes=...)``: picklable groups of segments that any process can run
+        with only the library's URI (``task.execute()`` yields ``pyarrow.RecordBatch`` es).
+
+        Parameters
+        ----------
+        symbol : str
+        as_of : int, str or datetime, optional
+            As in :meth:`read`.
+        date_range, row_range, columns
+            As in :meth:`read`.
+        query_builder : QueryBuilder, optional
+            Row-wise clauses only (filters, ``apply``, ``date_range``): each task runs them on
+            its own rows. Aggregations and slices after a filter raise ``UserInputException``.
+
+        Returns
+        -------
+        ScanPlan
+
+        Raises
+        ------
+        NoSuchVersionException
+            ``as_of`` names no live version.
+        UserInputException
+            Pickled data (it has no columns to scan), or a query that needs all rows at once.
+
+        Examples
+        --------
+        >>> import arcticlite as adb, pandas as pd
+        >>> lib = adb.Arctic("mem://").get_library("scan_doc", create_if_missing=True)
+        >>> _ = lib.write("s", pd.DataFrame({"x": range(5)}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("s", columns=["x"])
+        >>> plan.schema.names
+        ['index', 'x']
+        >>> sum(batch.num_rows for task in plan.tasks() for batch in task.execute(lib._store))
+        5
+        """
+        sym = check_symbol(symbol)
+        if date_range is not None and row_range is not None:
+            raise ArcticException("Date range and row range both specified: give only one")
+        rec = self._resolve(sym, as_of)
+        if rec.pickled:
+            raise UserInputException(
+                f"symbol {sym!r} version {rec.seq} holds pickled data, which has no columns to scan; use read()"
+            )
+        ir = None
+        if date_range is not None:
+            ir = (to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False))
+        read = self._table.plan(rec, date_range=ir, row_range=row_range, columns=columns,
+                                query_builder=query_builder)
+        check_scannable(read)
+        uri = self._arctic.get_uri() if self._arctic is not None else "mem://"
+        return ScanPlan(uri=uri, library=self._name, symbol=sym, version=rec.seq,
+                        schema=scan_schema(read), read=read, _store=self._store)
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:

@@ -9,6 +9,7 @@ everything pandas-specific lives here. Depends only on :mod:`arcticlite.exceptio
 from arcticlite.normalize._columns import arrow_to_pandas
 from arcticlite.normalize._frames import (
     OutputFormat,
+    arrow_columns,
     column_labels,
     datetime_index,
     denormalize,
@@ -23,6 +24,7 @@ __all__ = [
     "FORMAT_VERSION",
     "NormMeta",
     "OutputFormat",
+    "arrow_columns",
     "arrow_to_pandas",
     "as_of_to_ns",
     "column_labels",

@@ -462,6 +462,23 @@ def _arrow_index_output(table: pa.Table, meta: NormMeta) -> pa.Table:
     return table
 
 
+def arrow_columns(table: pa.Table, meta: NormMeta) -> pa.Table:
+    """A stored table as plain Arrow columns, for engines that know no pandas index (Spark,
+    DuckDB, a scan's record batches): the index is a leading column named after the index
+    (``index`` when unnamed, ``level_<i>`` for unnamed levels of a MultiIndex) with its time
+    zone and unit restored; a RangeIndex is not a column. Data columns keep their stored
+    names (the user's names where they are unique strings). No schema metadata."""
+    table = _arrow_index_output(table, meta).replace_schema_metadata(None)
+    index_present, data_present = _split(table, meta)
+    taken = set(data_present)
+    names = []
+    for i, stored in enumerate(index_present):
+        user = meta.index_names[i] if i < len(meta.index_names) else None
+        want = stored if isinstance(user, str) and user else ("index" if len(index_present) == 1 else f"level_{i}")
+        names.append(want if want not in taken else stored)
+    return table.rename_columns([*names, *data_present]) if index_present else table
+
+
 def _to_arrow(table: pa.Table, meta: NormMeta, *, unique: bool = False) -> pa.Table:
     table = _arrow_index_output(table, meta).replace_schema_metadata(None)
     if meta.kind in ("arrow", "polars"):

@@ -9,6 +9,7 @@ build on. Knows Arrow tables and normalization metadata, not the ArcticDB API.
 
 from arcticlite.table._engine import TableEngine, TableOptions
 from arcticlite.table._pools import Pools
+from arcticlite.table._scan import ScanPlan, ScanTask, check_scannable, scan_schema
 from arcticlite.table._read import (
     ReadPlan,
     iloc_range,
@@ -35,8 +36,11 @@ __all__ = [
     "Layout",
     "Pools",
     "ReadPlan",
+    "ScanPlan",
+    "ScanTask",
     "TableEngine",
     "TableOptions",
+    "check_scannable",
     "col_slices",
     "iloc_range",
     "is_small_append",
@@ -44,6 +48,7 @@ __all__ = [
     "read_segments",
     "schema_bytes",
     "schema_from",
+    "scan_schema",
     "schema_of",
     "widen_dynamic_leaves",
     "write_segments",

@@ -33,7 +33,7 @@ from arcticlite.query import QueryPlan, plan_query, run_query
 from arcticlite.storage import KVStore
 from arcticlite.table import _direct as direct
 from arcticlite.table._pools import Pools
-from arcticlite.table._segments import prune_by_stats, read_segments, wanted_positions
+from arcticlite.table._segments import prune_by_stats, read_segments, wanted_positions, with_columns
 from arcticlite.version import LibraryKeys, VersionRecord
 
 #: Normalization records and schemas of at least this many bytes (wide symbols) are parsed once
@@ -207,6 +207,7 @@ def plan_read(
     if dynamic:
         leaves = widen_dynamic_leaves(leaves, len(schema.names) - n_index)
     pos = wanted_positions(schema, n_index, wanted)
+    leaves = with_columns(leaves, pos)
     return ReadPlan(
         symbol=sym, version=rec.seq, meta=meta, schema=schema,
         columns=tuple(schema.names[n_index + p] for p in pos), row_range=rr, index_range=ir,

@@ -417,6 +417,21 @@ def wanted_positions(schema: pa.Schema, n_index: int, wanted: Sequence[str]) -> 
     return sorted({pos[w] for w in wanted if w in pos})
 
 
+def with_columns(leaves: np.ndarray, wanted_pos: Sequence[int]) -> np.ndarray:
+    """The leaves holding a wanted data column (``wanted_pos``: sorted positions); with none
+    wanted (an index-only read), the first column slice of each row group, which still gives
+    the rows. One binary search per leaf, whatever the number of columns."""
+    if not len(leaves):
+        return leaves
+    if len(wanted_pos):
+        pos = np.asarray(wanted_pos, dtype=np.int64)
+        i = np.searchsorted(pos, leaves["start_col"].astype(np.int64), "left")
+        need = (i < len(pos)) & (pos[np.minimum(i, len(pos) - 1)] < leaves["end_col"].astype(np.int64))
+    else:
+        need = leaves["start_col"] == leaves["start_col"].min()
+    return leaves if need.all() else leaves[need]
+
+
 def read_segments(
     store: KVStore,
     keys: LibraryKeys,
@@ -444,14 +459,7 @@ def read_segments(
     out_schema = pa.schema([schema.field(i) for i in range(n_index)] + [schema.field(n_index + p) for p in wanted_pos])
     if len(leaves) == 0:
         return out_schema.empty_table()
-    if wanted_pos:
-        need = np.zeros(len(leaves), dtype=bool)
-        for p in wanted_pos:
-            need |= (leaves["start_col"] <= p) & (leaves["end_col"] > p)
-        # a row group whose column slices hold none of the wanted columns still needs its rows
-    else:
-        need = leaves["start_col"] == leaves["start_col"].min()
-    leaves = leaves[need]
+    leaves = with_columns(leaves, wanted_pos)
     if len(leaves) == 0:
         return out_schema.empty_table()
     digests = hex_digests(leaves)

@@ -1,0 +1,208 @@
+"""The public scan API: a read plan split into tasks that any process can run.
+
+``Library.scan(symbol, ...)`` resolves the version and plans the read once (one walk of the
+table index, pruning by index range, columns and statistics) and returns a :class:`ScanPlan`.
+``plan.tasks(target_bytes=...)`` cuts it into :class:`ScanTask` s — each a group of whole row
+groups, a few tens of MiB of stored bytes — that pickle small and run anywhere the store can
+be reached from the library's URI alone: another process, a Spark executor. Each task
+fetches and decodes only its segments and the requested columns and yields
+``pyarrow.RecordBatch`` es; the batches of the tasks, in order, are the rows of the read.
+
+The output is plain Arrow (``normalize.arrow_columns``): the index is a leading column named
+after the index (``index`` when unnamed; a RangeIndex is not a column), with its time zone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+import pyarrow as pa
+
+from arcticlite import normalize as norm
+from arcticlite.exceptions import UserInputException
+from arcticlite.storage import KVStore, open_store
+from arcticlite.table._read import ReadPlan, read_arrow
+from arcticlite.version import LibraryKeys
+
+#: Query clauses a task can run on its own rows (anything else needs all rows at once).
+ROW_WISE = frozenset({"filter", "project", "date_range"})
+
+_stores: dict[tuple[int, str], KVStore] = {}
+_stores_lock = threading.Lock()
+
+
+def _store_for(uri: str) -> KVStore:
+    """One store per URI per process, shared by the tasks that run there (LMDB environments
+    must not be opened twice by one process; S3 clients are costly to build)."""
+    key = (os.getpid(), uri)
+    store = _stores.get(key)
+    if store is None:
+        if uri.startswith("mem://"):
+            raise UserInputException(
+                "a scan task of a mem:// library can only run in the process that planned it: "
+                "pass store= to ScanTask.execute, or use an LMDB or S3 library"
+            )
+        with _stores_lock:
+            store = _stores.get(key)
+            if store is None:
+                store = _stores[key] = open_store(uri)
+    return store
+
+
+def _output(table: pa.Table, meta: norm.NormMeta) -> pa.Table:
+    return norm.arrow_columns(table, meta)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanTask:
+    """A group of whole row groups of one scan; pickles small and runs anywhere.
+
+    Attributes
+    ----------
+    uri : str
+        The store's URI, as ``Arctic(uri)`` takes it.
+    library : str
+    plan : ReadPlan
+        The read, restricted to this task's segments.
+    rows : int
+        Rows stored in this task's segments (an upper bound of what it yields).
+    nbytes : int
+        Stored bytes of this task's segments (all their columns).
+    """
+
+    uri: str
+    library: str
+    plan: ReadPlan
+    rows: int
+    nbytes: int
+
+    @property
+    def segments(self) -> int:
+        """Segments this task fetches (one per row group and column slice)."""
+        return len(self.plan.leaves)
+
+    def execute(self, store: KVStore | None = None) -> Iterator[pa.RecordBatch]:
+        """Fetch, decode and yield this task's rows as record batches.
+
+        Parameters
+        ----------
+        store : KVStore, optional
+            The store to read from; by default one opened from :attr:`uri` (once per process).
+        """
+        table = self.to_table(store)
+        yield from table.to_batches()
+
+    def to_table(self, store: KVStore | None = None) -> pa.Table:
+        """This task's rows as one Arrow table."""
+        st = store if store is not None else _store_for(self.uri)
+        table, meta = read_arrow(st, LibraryKeys(self.library), self.plan)
+        return _output(table, meta)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPlan:
+    """A planned read of one version of one symbol (see :meth:`arcticlite.Library.scan`).
+
+    Attributes
+    ----------
+    uri : str
+    library : str
+    symbol : str
+    version : int
+        The version id the scan reads (resolved once, at planning).
+    schema : pyarrow.Schema
+        The schema of every batch the tasks yield: the index first (named after the index,
+        ``index`` when unnamed), then the data columns.
+    read : ReadPlan
+        The engine's plan: segments, rows, columns, ranges, query.
+    """
+
+    uri: str
+    library: str
+    symbol: str
+    version: int
+    schema: pa.Schema
+    read: ReadPlan
+    _store: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def segments(self) -> int:
+        """Segments to fetch, after pruning."""
+        return len(self.read.leaves)
+
+    @property
+    def segments_considered(self) -> int:
+        """Segments the index and row ranges selected, before pruning by statistics."""
+        return self.read.segments_considered
+
+    @property
+    def nbytes(self) -> int:
+        """Stored bytes of the segments to fetch."""
+        return int(self.read.leaves["nbytes"].sum()) if len(self.read.leaves) else 0
+
+    def tasks(self, target_bytes: int = 64 << 20) -> list[ScanTask]:
+        """Cut the scan into tasks of about ``target_bytes`` stored bytes each.
+
+        A task holds whole row groups (all column slices of the same rows), consecutive in
+        index order, so the tasks' outputs concatenated in order are the read's rows.
+        An empty scan has no tasks.
+        """
+        if int(target_bytes) <= 0:
+            raise UserInputException(f"target_bytes must be positive, got {target_bytes!r}")
+        leaves = self.read.leaves
+        if not len(leaves):
+            return []
+        order = np.argsort(leaves["start_row"], kind="stable")
+        leaves = leaves[order]
+        starts = leaves["start_row"]
+        bounds = np.flatnonzero(np.r_[True, starts[1:] != starts[:-1], True])
+        tasks: list[ScanTask] = []
+        first = 0
+        acc = 0
+        for g in range(len(bounds) - 1):
+            a, b = int(bounds[g]), int(bounds[g + 1])
+            acc += int(leaves["nbytes"][a:b].sum())
+            if acc >= target_bytes or g == len(bounds) - 2:
+                part = leaves[bounds[first] : b]
+                rows = int((part["end_row"] - part["start_row"])[np.r_[True, part["start_row"][1:] != part["start_row"][:-1]]].sum())
+                tasks.append(ScanTask(uri=self.uri, library=self.library, plan=self.read.with_leaves(part),
+                                      rows=rows, nbytes=int(part["nbytes"].sum())))
+                first, acc = g + 1, 0
+        return tasks
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """Run every task here, in order, yielding their record batches."""
+        for task in self.tasks():
+            yield from task.execute(self._store)
+
+    def to_table(self) -> pa.Table:
+        """The whole scan as one Arrow table (in this process)."""
+        parts = [task.to_table(self._store) for task in self.tasks()]
+        if not parts:
+            return self.schema.empty_table()
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def check_scannable(read: ReadPlan) -> None:
+    """Refuse queries whose clauses need all rows at once (slices after a filter,
+    aggregations): a task sees only its own rows."""
+    if read.query is None:
+        return
+    bad = sorted({name for name, _ in read.query.clauses if name not in ROW_WISE})
+    if bad:
+        raise UserInputException(
+            f"E_INVALID_USER_ARGUMENT a scan runs row-wise clauses (filter, apply, date_range) in "
+            f"each task; this query also has {', '.join(bad)}: use Library.read for it"
+        )
+
+
+def scan_schema(read: ReadPlan) -> pa.Schema:
+    """The schema of a scan's batches (the pipeline run on zero rows)."""
+    empty = read.with_leaves(read.leaves[:0])
+    table, meta = read_arrow(cast(KVStore, None), LibraryKeys("-"), empty)  # fetches nothing
+    return _output(table, meta).schema
