@@ -204,8 +204,8 @@ class BatchMixin(LibraryCore):
         """Read the symbols and join their rows: ``query_builder`` starts with
         ``concat("outer" | "inner")``; its later clauses run on the joined rows (see
         :func:`arcticlite.concat`). Returns a ``VersionedItemWithJoin``; a failed read raises."""
-        from arcticlite.query import QueryBuilder
         from arcticlite.library._lazy import LazyDataFrame, concat
+        from arcticlite.query import QueryBuilder
 
         if not isinstance(query_builder, QueryBuilder) or not query_builder.clauses:
             raise UserInputException("E_INVALID_USER_ARGUMENT read_batch_and_join called with no clauses: "

@@ -9,7 +9,6 @@ build on. Knows Arrow tables and normalization metadata, not the ArcticDB API.
 
 from arcticlite.table._engine import TableEngine, TableOptions
 from arcticlite.table._pools import Pools
-from arcticlite.table._scan import ScanPlan, ScanTask, check_scannable, scan_schema
 from arcticlite.table._read import (
     ReadPlan,
     iloc_range,
@@ -19,6 +18,7 @@ from arcticlite.table._read import (
     schema_of,
     widen_dynamic_leaves,
 )
+from arcticlite.table._scan import ScanPlan, ScanTask, check_scannable, scan_schema
 from arcticlite.table._segments import (
     OPTIMIZE_FOR,
     TAIL_BYTES,

@@ -5,7 +5,6 @@ ranges, column subsets, tiled (row x column) layouts -- and fall back where they
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Any
 
 import numpy as np

@@ -5,7 +5,6 @@ decoded."""
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Iterator
 from typing import Any
 
