@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
@@ -31,8 +31,14 @@ from arcticlite.exceptions import (
 from arcticlite.library._types import ReadRequest, VersionedItem
 from arcticlite.query import QueryBuilder
 
-if TYPE_CHECKING:
-    from arcticlite.library._library import LibraryCore
+
+class Reader(Protocol):
+    """What lazy frames need of a library: its reads (``arcticlite.Library`` provides them)."""
+
+    def read(self, symbol: str, *args: Any, **kwargs: Any) -> Any: ...
+
+    def read_batch(self, symbols: Any, *args: Any, **kwargs: Any) -> Any: ...
+
 
 __all__ = [
     "LazyDataFrame",
@@ -73,7 +79,7 @@ def _plain(clauses: Sequence[tuple[str, Any]]) -> QueryBuilder | None:
 class LazyDataFrame(QueryBuilder):
     """A read of one symbol with query clauses, run by :meth:`collect` (``read(lazy=True)``)."""
 
-    def __init__(self, lib: LibraryCore, read_request: ReadRequest) -> None:
+    def __init__(self, lib: Reader, read_request: ReadRequest) -> None:
         super().__init__()
         self._lib = lib
         self.read_request = read_request
@@ -135,7 +141,7 @@ class _Many(QueryBuilder):
 class LazyDataFrameCollection(_Many):
     """Lazy reads of several symbols (``read_batch(lazy=True)``); clause methods apply to each."""
 
-    def __init__(self, lib: LibraryCore, frames: list[LazyDataFrame]) -> None:
+    def __init__(self, lib: Reader, frames: list[LazyDataFrame]) -> None:
         super().__init__()
         self._lib = lib
         self._frames = list(frames)
@@ -152,7 +158,7 @@ class LazyDataFrameCollection(_Many):
 
     def collect(self) -> list[VersionedItem | Any]:
         """Read every symbol; a failed read comes back in place as a ``DataError``."""
-        return self._lib.read_batch([f._to_read_request() for f in self._frames])  # type: ignore[attr-defined]
+        return self._lib.read_batch([f._to_read_request() for f in self._frames])
 
     def concat(self, join: str = "outer") -> LazyDataFrameAfterJoin:
         """Join the members row-wise (see :func:`concat`)."""
@@ -165,7 +171,7 @@ class LazyDataFrameCollection(_Many):
 class LazyDataFrameAfterJoin(QueryBuilder):
     """Lazy reads joined row-wise, and the clauses that run on the joined rows."""
 
-    def __init__(self, lib: LibraryCore, frames: list[LazyDataFrame], join: str) -> None:
+    def __init__(self, lib: Reader, frames: list[LazyDataFrame], join: str) -> None:
         super().__init__()
         self._lib = lib
         self._frames = list(frames)
@@ -223,7 +229,7 @@ def _backfill(dtype: Any, n: int) -> Any:
     return pd.array([None] * n, dtype=dtype)  # extension dtypes hold their own missing value
 
 
-def join_items(lib: LibraryCore, items: list[VersionedItem], join: str, clauses: Sequence[tuple[str, Any]],
+def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequence[tuple[str, Any]],
                output_format: Any = None) -> VersionedItemWithJoin:
     """Join the pandas results ``items`` row-wise, run ``clauses`` on the joined rows and convert
     to ``output_format``."""

@@ -8,6 +8,7 @@ from arcticlite.storage._base import Buffer, KVStore
 from arcticlite.storage._faults import FaultInjectingStore, LatencyStore, LoggingStore
 from arcticlite.storage._lmdb import LmdbStore
 from arcticlite.storage._memory import MemoryStore
+from arcticlite.storage._open import open_store
 from arcticlite.storage._retry import RetryingStore, RetryPolicy
 from arcticlite.storage._s3 import S3Store
 from arcticlite.storage._uri import (
@@ -15,7 +16,6 @@ from arcticlite.storage._uri import (
     MemoryUri,
     S3Uri,
     StoreUri,
-    open_store,
     parse_size,
     parse_uri,
 )

@@ -21,9 +21,8 @@ import re
 from urllib.parse import parse_qsl
 
 from arcticlite.exceptions import LmdbOptionsError, StorageUriError
-from arcticlite.storage._base import KVStore
 
-__all__ = ["LmdbUri", "MemoryUri", "S3Uri", "StoreUri", "open_store", "parse_uri"]
+__all__ = ["LmdbUri", "MemoryUri", "S3Uri", "StoreUri", "parse_uri"]
 
 _S3_RE = re.compile(
     r"s3(?P<secure>s)?://(?P<endpoint>[^:]*):(?P<bucket>[-_a-zA-Z0-9.]+)(?P<query>\?.*)?"
@@ -281,24 +280,3 @@ def parse_uri(uri: str) -> StoreUri:
         f"Invalid URI specified {scheme + '://…' if '://' in uri else uri!r}: "
         "expected mem://, lmdb://<path>, s3://<endpoint>:<bucket> or s3s://<endpoint>:<bucket>"
     )
-
-
-def open_store(uri: str | StoreUri) -> KVStore:
-    """Open the store a URI names (``mem://``, ``lmdb://``, ``s3://``, ``s3s://``).
-
-    ``lmdb://`` creates the directory. ``mem://`` returns a new empty store on every call.
-    ``s3://`` needs the ``s3`` extra (boto3).
-    """
-    parsed = parse_uri(uri) if isinstance(uri, str) else uri
-    if isinstance(parsed, MemoryUri):
-        from arcticlite.storage._memory import MemoryStore
-
-        return MemoryStore()
-    if isinstance(parsed, LmdbUri):
-        from arcticlite.storage._lmdb import LmdbStore
-
-        os.makedirs(parsed.path, exist_ok=True)
-        return LmdbStore(parsed.path, map_size=parsed.map_size)
-    from arcticlite.storage._s3 import S3Store
-
-    return S3Store.from_uri(parsed)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from arcticlite.exceptions import KeyNotFoundException
-from arcticlite.storage._base import KVStore
+from arcticlite.storage import KVStore
 
 __all__ = ["KVStoreStateMachine", "run_state_machine"]
 

@@ -34,7 +34,7 @@ from arcticlite.exceptions import (
     StorageException,
     StorageUnavailableError,
 )
-from arcticlite.storage._base import KVStore
+from arcticlite.storage import KVStore
 from arcticlite.testing import _race
 
 __all__ = ["StoreConformance", "process_context", "race_processes", "race_threads"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from arcticlite._envelope import KIND_REF, KIND_VERSION, seal, unseal
 from arcticlite.exceptions import CorruptDataError
-from arcticlite.index._tindex import IndexRoot
+from arcticlite.index import IndexRoot
 
 Ranges = tuple[tuple[int, int], ...]
 

@@ -1,0 +1,26 @@
+"""``open_store``: the store a URI names (the one place that knows every backend)."""
+
+from __future__ import annotations
+
+import os
+
+from arcticlite.storage._base import KVStore
+from arcticlite.storage._lmdb import LmdbStore
+from arcticlite.storage._memory import MemoryStore
+from arcticlite.storage._s3 import S3Store
+from arcticlite.storage._uri import LmdbUri, MemoryUri, StoreUri, parse_uri
+
+
+def open_store(uri: str | StoreUri) -> KVStore:
+    """Open the store a URI names (``mem://``, ``lmdb://``, ``s3://``, ``s3s://``).
+
+    ``lmdb://`` creates the directory. ``mem://`` returns a new empty store on every call.
+    ``s3://`` needs the ``s3`` extra (boto3).
+    """
+    parsed = parse_uri(uri) if isinstance(uri, str) else uri
+    if isinstance(parsed, MemoryUri):
+        return MemoryStore()
+    if isinstance(parsed, LmdbUri):
+        os.makedirs(parsed.path, exist_ok=True)
+        return LmdbStore(parsed.path, map_size=parsed.map_size)
+    return S3Store.from_uri(parsed)
