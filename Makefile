@@ -31,7 +31,7 @@ bench: install-test
 	$(PY) -m benchmarks
 
 lint: install-test
-	$(PIP) install -q ruff mypy
+	$(PIP) install -q 'ruff==0.17.6' 'mypy==2.4.1'
 	$(VENV)/bin/ruff check arcticlite tests
 	$(VENV)/bin/mypy
 

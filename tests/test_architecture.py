@@ -136,7 +136,7 @@ def test_every_public_top_level_name_is_in_all() -> None:
 def test_every_package_lists_its_public_names() -> None:
     import importlib
 
-    for module, package, path in _modules():
+    for module, package, _path in _modules():
         if module != package or module in TOP:
             continue
         mod = importlib.import_module(module)

@@ -37,8 +37,6 @@ class Reader(Protocol):
 
     def read(self, symbol: str, *args: Any, **kwargs: Any) -> Any: ...
 
-    def read_batch(self, symbols: Any, *args: Any, **kwargs: Any) -> Any: ...
-
 
 __all__ = [
     "LazyDataFrame",
@@ -141,7 +139,7 @@ class _Many(QueryBuilder):
 class LazyDataFrameCollection(_Many):
     """Lazy reads of several symbols (``read_batch(lazy=True)``); clause methods apply to each."""
 
-    def __init__(self, lib: Reader, frames: list[LazyDataFrame]) -> None:
+    def __init__(self, lib: Any, frames: list[LazyDataFrame]) -> None:
         super().__init__()
         self._lib = lib
         self._frames = list(frames)

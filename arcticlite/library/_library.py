@@ -30,17 +30,20 @@ from arcticlite.normalize import as_of_to_ns, to_ns_bound
 from arcticlite.storage import KVStore
 from arcticlite.table import (
     Layout,
+    Operation,
     ScanPlan,
     TableEngine,
     TableOptions,
+    Write,
+    WriteMetadata,
     check_scannable,
+    data_record,
+    index_bounds,
     meta_of,
     scan_schema,
-    schema_bytes,
     schema_of,
-    write_segments,
 )
-from arcticlite.version import Builder, LibraryKeys, SymbolList, VersionRecord, add_ranges
+from arcticlite.version import Builder, LibraryKeys, Snapshots, SymbolList, VersionRecord, chain
 
 MAX_SYMBOL_LENGTH = 254
 
@@ -76,6 +79,7 @@ class LibraryCore:
         self._table = TableEngine(store, self._keys, _table_options(options))
         self._options = options
         self._engine = self._table.versions
+        self._snapshots = Snapshots(store, self._keys)
         self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
         self._engine.journal = self._journal
         self._engine.journal_intent = self._journal_intent
@@ -120,13 +124,7 @@ class LibraryCore:
         ic = index_column if index_column not in (False, None) else None
         return norm.normalize(data, index_column=ic)
 
-    @staticmethod
-    def _index_bounds(table: pa.Table, meta: norm.NormMeta) -> tuple[int | None, int | None]:
-        if meta.index_kind != "datetime" or table.num_rows == 0:
-            return None, None
-        vals = table.column(0).cast(pa.int64())
-        first, last = vals[0].as_py(), vals[-1].as_py()
-        return first, last
+    _index_bounds = staticmethod(index_bounds)
 
     def _check_sorted(self, table: pa.Table, meta: norm.NormMeta, op: str) -> str:
         s = norm.sortedness(table, meta)
@@ -137,38 +135,7 @@ class LibraryCore:
             )
         return s
 
-    def _data_record(
-        self,
-        kind: str,
-        head: VersionRecord | None,
-        seq: int,
-        *,
-        index: IndexRoot,
-        meta: norm.NormMeta,
-        schema: pa.Schema,
-        first: int | None,
-        last: int | None,
-        sorted_: str,
-        metadata: bytes | None,
-        pickled: bool = False,
-    ) -> VersionRecord:
-        return VersionRecord(
-            symbol="",
-            seq=seq,
-            kind=kind,
-            created_ns=0,
-            token="",
-            dead=head.dead if head is not None else (),
-            latest_live=seq,
-            index=index,
-            norm=meta.to_json().decode(),
-            schema=schema_bytes(schema),
-            first_index=first,
-            last_index=last,
-            sorted=sorted_,
-            pickled=pickled,
-            metadata=metadata,
-        )
+    _data_record = staticmethod(data_record)
 
     @staticmethod
     def _meta_of(rec: VersionRecord) -> norm.NormMeta:
@@ -194,20 +161,22 @@ class LibraryCore:
     def _commit(self, sym: str, build: Builder, *, prune: bool = False,
                 extra: Mapping[str, bytes] | None = None) -> VersionRecord:
         """Commit ``build``'s record through the engine, then clean up after a prune."""
-        heads: list[VersionRecord | None] = []
+        head, rec = self._table.commit(sym, build, prune=prune, extra=extra)
+        self._after_commit(sym, head, rec, prune)
+        return rec
 
-        def tracked(head: VersionRecord | None, seq: int) -> VersionRecord:
-            heads.append(head)  # the head the winning attempt was built on
-            return build(head, seq)
-
-        rec = self._engine.commit(sym, tracked, prune=prune, extra=extra)
-        self._after_commit(sym, heads[-1], rec, prune)
+    def _apply(self, sym: str, op: Operation, prune: bool | None = None) -> VersionRecord:
+        """Commit the named operation ``op`` (the engine's rebase loop), then clean up after
+        a prune."""
+        p = self._prune_default(prune)
+        head, rec = self._table.apply(sym, op, prune=p)
+        self._after_commit(sym, head, rec, p)
         return rec
 
     def _after_commit(self, sym: str, head: VersionRecord | None, rec: VersionRecord, prune: bool) -> None:
-        if prune and head is not None:
+        if prune:
             # the commit itself marked every earlier version dead; now remove their data
-            killed = {v for v in range(rec.seq) if head.is_live(v)}
+            killed = chain.killed_by_prune(head, rec)
             if killed:
                 self._cleanup(sym, killed)  # type: ignore[attr-defined]
 
@@ -233,7 +202,7 @@ class LibraryCore:
                 )
             return rec
         if isinstance(as_of, str):
-            snap = self._read_snapshot(as_of)  # type: ignore[attr-defined]
+            snap = self._snapshots.read(as_of)
             if sym not in snap["symbols"]:
                 raise missing(f"E_NO_SUCH_VERSION: symbol {sym!r} is not in snapshot {as_of!r}")
             rec = self._engine.read_record(sym, int(snap["symbols"][sym]))
@@ -303,23 +272,8 @@ class LibraryCore:
             return None
         table, meta = self._normalize(data, index_column)
         sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
-        leaves = write_segments(
-            self._store, self._keys, sym, table, self._layout(meta), start_row=0,
-            is_datetime=meta.index_kind == "datetime",
-        )
-        nodes: dict[str, bytes] = {}
-        root = self._index_for(sym, nodes).build(leaves)
-        first, last = self._index_bounds(table, meta)
-        mbytes = self._pickle_meta(metadata)
-
-        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            return self._data_record(
-                "write", head, seq, index=root, meta=meta, schema=table.schema,
-                first=first, last=last, sorted_=sorted_, metadata=mbytes,
-            )
-
-        rec = self._commit(sym, build, prune=self._prune_default(prune_previous_versions), extra=nodes)
-        return self._item(sym, rec)
+        op = Write(self._table, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
+        return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
     def write_pickle(
         self,
@@ -506,7 +460,7 @@ class LibraryCore:
         """The first ``n`` rows (all but the last ``|n|`` when negative)."""
         sym = check_symbol(symbol)
         if lazy:
-            return self._lazy(sym, as_of, columns, output_format).head(n)  # type: ignore[return-value]
+            return self._lazy(sym, as_of, columns, output_format).head(n)
         rec = self._resolve(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
         rr = (0, n) if n >= 0 else (0, max(0, total + n))
@@ -517,7 +471,7 @@ class LibraryCore:
         """The last ``n`` rows (all but the first ``|n|`` when negative)."""
         sym = check_symbol(symbol)
         if lazy:
-            return self._lazy(sym, as_of, columns, output_format).tail(n)  # type: ignore[return-value]
+            return self._lazy(sym, as_of, columns, output_format).tail(n)
         rec = self._resolve(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
         rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)
@@ -529,7 +483,7 @@ class LibraryCore:
         return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns, output_format=output_format))
 
     def __getitem__(self, symbol: str) -> VersionedItem:
-        return self.read(symbol)  # type: ignore[no-any-return]
+        return self.read(symbol)
 
     def __contains__(self, symbol: str) -> bool:
         return self.has_symbol(symbol)
@@ -538,7 +492,7 @@ class LibraryCore:
         """Whether ``symbol`` has a live version (or the version/snapshot ``as_of`` holds it)."""
         sym = check_symbol(symbol)
         if isinstance(as_of, str):
-            snap = self._read_snapshot(as_of)  # type: ignore[attr-defined]
+            snap = self._snapshots.read(as_of)
             return sym in snap["symbols"]
         try:
             self._resolve(sym, as_of)
@@ -556,18 +510,7 @@ class LibraryCore:
     def write_metadata(self, symbol: str, metadata: Any, prune_previous_versions: bool | None = None) -> VersionedItem:
         """A new version with the same data and new metadata (no data is rewritten)."""
         sym = check_symbol(symbol)
-        mbytes = self._pickle_meta(metadata)
-
-        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            base = self._engine.live_from_head(sym, head)
-            if base is None:
-                return VersionRecord(
-                    symbol=sym, seq=seq, kind="pickle", created_ns=0, token="",
-                    dead=head.dead if head else (), latest_live=seq, index=None, pickled=True, metadata=mbytes,
-                )
-            return base.with_(kind="metadata", dead=head.dead if head else (), latest_live=seq, metadata=mbytes)
-
-        rec = self._commit(sym, build, prune=self._prune_default(prune_previous_versions))
+        rec = self._apply(sym, WriteMetadata(self._table, sym, self._pickle_meta(metadata)), prune_previous_versions)
         return self._item(sym, rec)
 
     # -- delete / prune ----------------------------------------------------------------------------
@@ -590,36 +533,7 @@ class LibraryCore:
 
     def _tombstone(self, sym: str, versions: list[int] | None) -> VersionRecord | None:
         killed: set[int] = set()
-
-        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            if head is None:
-                raise NoSuchVersionException(f"E_NO_SUCH_VERSION: symbol {sym!r} does not exist")
-            killed.clear()
-            if versions is None:
-                killed.update(v for v in range(seq) if head.is_live(v))
-                dead = add_ranges(head.dead, [(0, seq)])
-                kind = "tombstone_all"
-            else:
-                for v in versions:
-                    if v > head.seq or v < 0:
-                        raise NoSuchVersionException(
-                            f"E_NO_SUCH_VERSION: Can't delete version {v} for symbol {sym!r}: it is higher "
-                            f"than the latest version {head.seq}"
-                        )
-                    if not head.is_live(v):
-                        raise NoSuchVersionException(
-                            f"E_NO_SUCH_VERSION: Version {v} for symbol {sym} is already deleted"
-                        )
-                killed.update(versions)
-                dead = add_ranges(head.dead, [(v, v) for v in versions] + [(seq, seq)])
-                kind = "tombstone"
-            live = _max_live(dead, seq)
-            return VersionRecord(
-                symbol=sym, seq=seq, kind=kind, created_ns=0, token="", dead=dead, latest_live=live,
-                extra={"deleted": versions if versions is not None else "all"},
-            )
-
-        rec = self._commit(sym, build)
+        rec = self._commit(sym, chain.tombstone(sym, versions, killed))
         self._cleanup(sym, killed)  # type: ignore[attr-defined]
         return rec
 
@@ -632,52 +546,16 @@ class LibraryCore:
         self._prune(sym)
 
     def _prune(self, sym: str) -> None:
-        head = self._engine.head(sym)
-        if head is None or head.latest_live is None:
-            return
-        older = [v for v in range(head.latest_live) if head.is_live(v)]
-        if not older:
+        if not chain.older_live(self._engine.head(sym)):
             return
         killed: set[int] = set()
-
-        def build(h: VersionRecord | None, seq: int) -> VersionRecord:
-            assert h is not None
-            if h.latest_live is None:
-                raise NoSuchVersionException(f"symbol {sym!r} was deleted concurrently")
-            keep = h.latest_live
-            killed.clear()
-            killed.update(v for v in range(keep) if h.is_live(v))
-            dead = add_ranges(h.dead, [(0, keep - 1)] if keep > 0 else [])
-            dead = add_ranges(dead, [(keep + 1, seq)])
-            return VersionRecord(
-                symbol=sym, seq=seq, kind="tombstone", created_ns=0, token="", dead=dead,
-                latest_live=keep, extra={"deleted": "older", "below": keep},
-            )
-
         try:
-            self._engine.commit(sym, build)
+            self._engine.commit(sym, chain.prune(sym, killed))
         except NoSuchVersionException:
             return
         self._cleanup(sym, killed)  # type: ignore[attr-defined]
 
 
-def _max_live(dead: tuple[tuple[int, int], ...], upto: int) -> int | None:
-    v = upto
-    for a, b in sorted(dead, reverse=True):
-        if v > b:
-            return v
-        v = min(v, a - 1)
-        if v < 0:
-            return None
-    return v if v >= 0 else None
-
-
 def _ts(ns: int) -> str:
 
     return str(pd.Timestamp(ns, unit="ns"))
-
-
-def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema) -> norm.NormMeta:
-    """The stored meta after adding ``nmeta``'s data to ``bmeta``'s under ``schema``:
-    new columns (dynamic schema) appended, the index tz of the newest write."""
-    return norm.common_meta(bmeta, nmeta, schema)

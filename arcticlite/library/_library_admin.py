@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 import re
 from typing import Any
 
@@ -10,17 +9,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from arcticlite._envelope import KIND_SNAPSHOT, seal, unseal
 from arcticlite.exceptions import (
     InternalException,
-    NoDataFoundException,
     NoSuchVersionException,
     UserInputException,
 )
 from arcticlite.library._library import LibraryCore, check_symbol
 from arcticlite.library._options import EnterpriseLibraryOptions
 from arcticlite.library._types import NameWithDType, SymbolDescription, SymbolVersion, VersionInfo
-from arcticlite.version import VersionRecord, unescape
+from arcticlite.version import VersionRecord
 
 MAX_SNAPSHOT_NAME = 254
 
@@ -32,7 +29,7 @@ class AdminMixin(LibraryCore):
         (search semantics). Served by the symbol-list cache: one prefix listing plus the
         compacted keys, never a walk of version chains."""
         if snapshot_name is not None:
-            syms = list(self._read_snapshot(snapshot_name)["symbols"])
+            syms = list(self._snapshots.read(snapshot_name)["symbols"])
         else:
             syms = self._symbol_list.symbols()
         if regex is not None:
@@ -50,16 +47,7 @@ class AdminMixin(LibraryCore):
 
     # -- versions ------------------------------------------------------------------------------------
     def _snapshots_by_version(self, sym: str | None = None) -> dict[tuple[str, int], list[str]]:
-        out: dict[tuple[str, int], list[str]] = {}
-        for name in self.list_snapshots(load_metadata=False):
-            try:
-                snap = self._read_snapshot(name)
-            except NoDataFoundException:
-                continue
-            for s, v in snap["symbols"].items():
-                if sym is None or s == sym:
-                    out.setdefault((s, int(v)), []).append(name)
-        return out
+        return self._snapshots.by_version(sym)
 
     def list_versions(
         self,
@@ -70,7 +58,7 @@ class AdminMixin(LibraryCore):
     ) -> dict[SymbolVersion, VersionInfo]:
         """Versions newest first: live ones, and deleted ones still held by a snapshot."""
         if snapshot is not None:
-            snap = self._read_snapshot(snapshot)
+            snap = self._snapshots.read(snapshot)
             out: dict[SymbolVersion, VersionInfo] = {}
             for s, v in snap["symbols"].items():
                 if symbol is not None and s != symbol:
@@ -106,14 +94,6 @@ class AdminMixin(LibraryCore):
         return EnterpriseLibraryOptions()
 
     # -- snapshots -----------------------------------------------------------------------------------
-    def _read_snapshot(self, name: str) -> dict[str, Any]:
-        raw = self._store.read_if_exists(self._keys.snapshot(name))
-        if raw is None:
-            raise NoDataFoundException(f"Snapshot {name} not found")
-        header, blob = unseal(raw, KIND_SNAPSHOT)
-        header["metadata"] = pickle.loads(bytes(blob)) if header.get("has_meta") else None
-        return header
-
     def snapshot(
         self,
         snapshot_name: str,
@@ -133,7 +113,7 @@ class AdminMixin(LibraryCore):
             )
         if skip_symbols is not None and versions is not None:
             raise InternalException("E_INVALID_ARGUMENT: give skip_symbols or versions, not both")
-        if self._store.exists(self._keys.snapshot(snapshot_name)):
+        if self._snapshots.exists(snapshot_name):
             raise InternalException(f"Snapshot with name {snapshot_name} already exists")
         # a version deleted between its choice and the snapshot's write may have lost its data
         # to the deleter's clean-up (which did not see the snapshot yet): check after writing
@@ -159,17 +139,12 @@ class AdminMixin(LibraryCore):
                         chosen[s] = rec.seq
             if not chosen:
                 raise NoSuchVersionException("No valid symbols in the library, skipping snapshot creation")
-            body = seal(
-                KIND_SNAPSHOT,
-                {"name": snapshot_name, "symbols": chosen, "has_meta": metadata is not None},
-                pickle.dumps(metadata) if metadata is not None else b"",
-            )
-            if not self._store.write_if_absent(self._keys.snapshot(snapshot_name), body):
+            if not self._snapshots.create(snapshot_name, chosen, metadata):
                 raise InternalException(f"Snapshot with name {snapshot_name} already exists")
             dead = [(s, v) for s, v in chosen.items() if not self._is_live_version(s, v)]
             if not dead:
                 return
-            self._store.delete([self._keys.snapshot(snapshot_name)])
+            self._snapshots.delete(snapshot_name)
             if versions is not None or attempt == 3:
                 raise NoSuchVersionException(
                     f"Specified symbol-version pairs were deleted while the snapshot was taken: {dead}"
@@ -181,18 +156,17 @@ class AdminMixin(LibraryCore):
 
     def delete_snapshot(self, snapshot_name: str) -> None:
         """Delete a snapshot; data no live version or other snapshot needs is removed."""
-        snap = self._read_snapshot(snapshot_name)
-        self._store.delete([self._keys.snapshot(snapshot_name)])
+        snap = self._snapshots.read(snapshot_name)
+        self._snapshots.delete(snapshot_name)
         for s in snap["symbols"]:
             self._cleanup(s)
 
     def list_snapshots(self, load_metadata: bool = True) -> dict[str, Any] | list[str]:
         """Snapshot names, with their metadata unless ``load_metadata=False``."""
-        prefix = self._keys.snapshot_prefix
-        names = sorted(unescape(k[len(prefix) :]) for k in self._store.list_keys(prefix))
+        names = self._snapshots.names()
         if not load_metadata:
             return names
-        return {n: self._read_snapshot(n)["metadata"] for n in names}
+        return {n: self._snapshots.read(n)["metadata"] for n in names}
 
     # -- description ---------------------------------------------------------------------------------
     def get_description(self, symbol: str, as_of: Any = None) -> SymbolDescription:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from arcticlite.library._library_admin import AdminMixin
-from arcticlite.library._library_append import AppendMixin
 from arcticlite.library._library_batch import BatchMixin
 from arcticlite.library._library_gc import GcMixin
 from arcticlite.library._library_inspect import InspectMixin
@@ -12,7 +11,7 @@ from arcticlite.library._library_stage import StageMixin
 from arcticlite.library._library_update import UpdateMixin
 
 
-class Library(AppendMixin, UpdateMixin, BatchMixin, StageMixin, MaintenanceMixin, GcMixin, InspectMixin, AdminMixin):
+class Library(UpdateMixin, BatchMixin, StageMixin, MaintenanceMixin, GcMixin, InspectMixin, AdminMixin):
     """A library of symbols, each a chain of immutable versions (ArcticDB's ``Library``).
 
     Obtain one from :meth:`Arctic.get_library` / :meth:`Arctic.create_library`. Every

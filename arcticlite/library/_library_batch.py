@@ -21,7 +21,7 @@ from arcticlite.exceptions import (
     StreamDescriptorMismatch,
     UserInputException,
 )
-from arcticlite.library._library import LibraryCore
+from arcticlite.library._library_append import AppendMixin
 from arcticlite.library._types import (
     DataError,
     DeleteRequest,
@@ -94,7 +94,7 @@ def _check_unique(symbols: list[str], what: str) -> None:
         )
 
 
-class BatchMixin(LibraryCore):
+class BatchMixin(AppendMixin):
     def _run_batch(self, items: list[Any], fn: Callable[[Any], T], sym_of: Callable[[Any], str],
                    as_of_of: Callable[[Any], Any] = lambda _i: None) -> list[T | DataError]:
         def one(item: Any) -> T | DataError:

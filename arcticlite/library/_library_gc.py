@@ -44,7 +44,7 @@ class GcMixin(LibraryCore):
         prefix = keys.ref_prefix
         held: dict[str, set[int]] = {}
         for name in self.list_snapshots(load_metadata=False):  # type: ignore[attr-defined]
-            snap = self._read_snapshot(name)  # type: ignore[attr-defined]
+            snap = self._snapshots.read(name)
             for s, v in snap["symbols"].items():
                 held.setdefault(s, set()).add(int(v))
         syms = {unescape(k[len(prefix):]) for k in self._store.list_keys(prefix)} | set(held)

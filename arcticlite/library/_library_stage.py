@@ -29,10 +29,9 @@ from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, shifted
 from arcticlite.library._library import (
     LibraryCore,
     check_symbol,
-    merged_meta,
 )
 from arcticlite.library._types import StagedDataFinalizeMethod, StageResult, VersionedItem
-from arcticlite.table import read_segments, schema_bytes, schema_from, write_segments
+from arcticlite.table import merged_meta, read_segments, schema_bytes, schema_from, write_segments
 from arcticlite.version import VersionRecord, unescape
 
 #: one staged entry: (key, header, schema, leaf rows)

@@ -21,10 +21,10 @@ from arcticlite.exceptions import (
     UnsortedDataException,
 )
 from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, hex_digests, shifted
-from arcticlite.library._library import LibraryCore, check_symbol, merged_meta
+from arcticlite.library._library import LibraryCore, check_symbol
 from arcticlite.library._types import VersionedItem
 from arcticlite.normalize import to_ns_bound
-from arcticlite.table import write_segments
+from arcticlite.table import merged_meta, write_segments
 from arcticlite.version import VersionRecord
 
 
@@ -57,7 +57,7 @@ class UpdateMixin(LibraryCore):
         if date_range is not None:
             lo, hi = to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False)
             a, b = np.searchsorted(idx, lo, "left"), np.searchsorted(idx, hi, "right")
-            table = table.slice(int(a), int(max(0, b - a)))
+            table = table.slice(int(a), max(0, int(b) - int(a)))
             idx = idx[a:b]
         elif len(idx):
             lo, hi = int(idx[0]), int(idx[-1])
@@ -104,6 +104,7 @@ class UpdateMixin(LibraryCore):
             if base is None:
                 if op == "update" and upsert and table is not None and meta is not None:
                     first, last = self._index_bounds(table, meta)
+                    assert new_leaves is not None
                     return self._data_record("write", head, seq, index=index.build(new_leaves),
                                              meta=meta, schema=table.schema, first=first, last=last,
                                              sorted_=norm.sortedness(table, meta), metadata=mbytes)

@@ -8,6 +8,16 @@ build on. Knows Arrow tables and normalization metadata, not the ArcticDB API.
 """
 
 from arcticlite.table._engine import TableEngine, TableOptions
+from arcticlite.table._ops import (
+    Append,
+    Operation,
+    Write,
+    WriteMetadata,
+    combine_sorted,
+    data_record,
+    index_bounds,
+    merged_meta,
+)
 from arcticlite.table._pools import Pools
 from arcticlite.table._read import (
     ReadPlan,
@@ -31,19 +41,27 @@ from arcticlite.table._segments import (
 )
 
 __all__ = [
+    "Append",
     "OPTIMIZE_FOR",
     "TAIL_BYTES",
     "Layout",
+    "Operation",
     "Pools",
     "ReadPlan",
     "ScanPlan",
     "ScanTask",
     "TableEngine",
     "TableOptions",
+    "Write",
+    "WriteMetadata",
     "check_scannable",
     "col_slices",
+    "combine_sorted",
+    "data_record",
     "iloc_range",
+    "index_bounds",
     "is_small_append",
+    "merged_meta",
     "meta_of",
     "read_segments",
     "schema_bytes",

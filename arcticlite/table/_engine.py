@@ -19,6 +19,7 @@ from arcticlite import normalize as norm
 from arcticlite.exceptions import UserInputException
 from arcticlite.index import TableIndexIO
 from arcticlite.storage import KVStore
+from arcticlite.table._ops import Operation
 from arcticlite.table._pools import Pools, shared
 from arcticlite.table._read import ReadPlan, plan_read, read_arrow, read_pandas
 from arcticlite.table._segments import Layout
@@ -86,11 +87,13 @@ class TableEngine:
             else:
                 sink.update(named)
 
-        return TableIndexIO(
-            read_node=lambda d: store.read(keys.tindex(sym, d)),
-            write_nodes=write_nodes,
-            read_nodes=lambda ds: store.read_many([keys.tindex(sym, d) for d in ds]),
-        )
+        def read_node(d: str) -> Any:
+            return store.read(keys.tindex(sym, d))
+
+        def read_nodes(ds: Any) -> Any:
+            return store.read_many([keys.tindex(sym, d) for d in ds])
+
+        return TableIndexIO(read_node=read_node, write_nodes=write_nodes, read_nodes=read_nodes)
 
     def layout(self, meta: norm.NormMeta) -> Layout:
         """How a table normalized as ``meta`` is cut into segments."""
@@ -132,6 +135,19 @@ class TableEngine:
         return read_pandas(self.store, self.keys, plan, pools=self.pools)
 
     # -- commits --------------------------------------------------------------------------------
+    def apply(self, sym: str, op: Operation, *, prune: bool = False) -> tuple[VersionRecord | None, VersionRecord]:
+        """Commit the named operation ``op`` as the next version of ``sym``: the one rebase
+        loop. Each attempt starts afresh on the head it sees (``op.begin``, then ``op.build``
+        with the head's latest live data version); returns the head the winning attempt was
+        built on, and the new record."""
+        versions = self.versions
+
+        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
+            op.begin()
+            return op.build(head, versions.live_from_head(sym, head), seq)
+
+        return self.commit(sym, build, prune=prune, extra=op.extra())
+
     def commit(self, sym: str, build: Builder, *, prune: bool = False,
                extra: Mapping[str, bytes] | None = None) -> tuple[VersionRecord | None, VersionRecord]:
         """Commit ``build(head, seq)`` as the next version of ``sym`` (rebuilt on every lost

@@ -227,7 +227,7 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
     if ir is not None and table.num_rows:
         idx = table.column(0).cast(pa.int64()).to_numpy()
         a, b = np.searchsorted(idx, ir[0], "left"), np.searchsorted(idx, ir[1], "right")
-        table = table.slice(int(a), int(max(0, b - a)))
+        table = table.slice(int(a), max(0, int(b) - int(a)))
     meta = plan.meta
     if plan.query is not None:
         table, meta = run_query(table, meta, plan.query)

@@ -1,19 +1,24 @@
 """The version layer: key names, version records, the commit protocol, the symbol list,
 and the rules of a version chain (tombstones, prune, snapshots)."""
 
-from arcticlite.version._engine import Builder, VersionEngine, pid_token
+from arcticlite.version import _chain as chain
+from arcticlite.version._chain import Builder
+from arcticlite.version._engine import VersionEngine, pid_token
 from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
 from arcticlite.version._records import VersionRecord, add_ranges
+from arcticlite.version._snapshots import Snapshots
 from arcticlite.version._symbol_list import SymbolList
 
 __all__ = [
     "REGISTRY_PREFIX",
     "Builder",
     "LibraryKeys",
+    "Snapshots",
     "SymbolList",
     "VersionEngine",
     "VersionRecord",
     "add_ranges",
+    "chain",
     "escape",
     "pid_token",
     "registry_key",

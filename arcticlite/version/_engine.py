@@ -26,12 +26,11 @@ from arcticlite.exceptions import (
     StorageException,
 )
 from arcticlite.storage import KVStore
+from arcticlite.version._chain import Builder
 from arcticlite.version._keys import LibraryKeys
 from arcticlite.version._records import VersionRecord, add_ranges, parse_ref, ref_bytes
 
 MAX_COMMIT_ATTEMPTS = 64
-
-Builder = Callable[[VersionRecord | None, int], VersionRecord]
 
 
 def new_token() -> str:

@@ -1,0 +1,66 @@
+"""Snapshots: named, immutable maps of symbol -> version id (seed 000's snapshot keys).
+
+A snapshot is one key written once with create-if-absent; the versions it names keep their
+data when they are deleted or pruned (clean-up and ``gc`` treat them as reachable).
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from arcticlite._envelope import KIND_SNAPSHOT, seal, unseal
+from arcticlite.exceptions import NoDataFoundException
+from arcticlite.storage import KVStore
+from arcticlite.version._keys import LibraryKeys, unescape
+
+
+class Snapshots:
+    """The snapshots of one library."""
+
+    def __init__(self, store: KVStore, keys: LibraryKeys) -> None:
+        self.store = store
+        self.keys = keys
+
+    def names(self) -> list[str]:
+        """Snapshot names, sorted."""
+        prefix = self.keys.snapshot_prefix
+        return sorted(unescape(k[len(prefix) :]) for k in self.store.list_keys(prefix))
+
+    def exists(self, name: str) -> bool:
+        return self.store.exists(self.keys.snapshot(name))
+
+    def read(self, name: str) -> dict[str, Any]:
+        """``{"name", "symbols": {symbol: version}, "metadata"}``; ``NoDataFoundException``
+        when there is no such snapshot."""
+        raw = self.store.read_if_exists(self.keys.snapshot(name))
+        if raw is None:
+            raise NoDataFoundException(f"Snapshot {name} not found")
+        header, blob = unseal(raw, KIND_SNAPSHOT)
+        header["metadata"] = pickle.loads(bytes(blob)) if header.get("has_meta") else None
+        return header
+
+    def create(self, name: str, chosen: dict[str, int], metadata: Any = None) -> bool:
+        """Write the snapshot ``name`` holding ``chosen``; False if the name is taken."""
+        body = seal(
+            KIND_SNAPSHOT,
+            {"name": name, "symbols": chosen, "has_meta": metadata is not None},
+            pickle.dumps(metadata) if metadata is not None else b"",
+        )
+        return self.store.write_if_absent(self.keys.snapshot(name), body)
+
+    def delete(self, name: str) -> None:
+        self.store.delete([self.keys.snapshot(name)])
+
+    def by_version(self, sym: str | None = None) -> dict[tuple[str, int], list[str]]:
+        """``(symbol, version) -> [snapshot names]`` of every snapshot (of ``sym`` only if given)."""
+        out: dict[tuple[str, int], list[str]] = {}
+        for name in self.names():
+            try:
+                snap = self.read(name)
+            except NoDataFoundException:
+                continue  # deleted while listed
+            for s, v in snap["symbols"].items():
+                if sym is None or s == sym:
+                    out.setdefault((s, int(v)), []).append(name)
+        return out
