@@ -1,5 +1,6 @@
 """``python -m benchmarks`` (``make bench``): the engine benchmark, then the format benchmark if
-present. Arguments go to the engine benchmark; ``--quick`` also goes to the format one."""
+present. Arguments go to the engine benchmark; ``--quick`` also goes to the format one.
+``python -m benchmarks fair [...]`` runs the fair harness (``benchmarks/fair.py``) instead."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import sys
 
 def main() -> None:
     args = sys.argv[1:]
+    if args[:1] == ["fair"]:  # python -m benchmarks fair [...]: the fair harness only
+        sys.argv = ["benchmarks.fair", *args[1:]]
+        runpy.run_module("benchmarks.fair", run_name="__main__", alter_sys=True)
+        return
     runs = [("benchmarks.bench_engine", args),
             ("benchmarks.bench_format", ["--quick"] if "--quick" in args else [])]
     for name, argv in runs:

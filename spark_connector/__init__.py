@@ -17,7 +17,7 @@ from spark_connector.source import FORMAT, ArcticLiteDataSource, SymbolExistsErr
 from spark_connector.types import UnsupportedTypeError
 
 __all__ = ["FORMAT", "ArcticLiteDataSource", "SymbolExistsError", "UnsupportedTypeError", "compact",
-           "pushdown_supported", "register"]
+           "pushdown_supported", "register", "save"]
 
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -37,3 +37,26 @@ def register(spark: Any, pushdown: bool = True) -> None:
     spark.dataSource.register(ArcticLiteDataSource)
     if pushdown_supported(spark):
         spark.conf.set(_PUSHDOWN_CONF, "true" if pushdown else "false")
+
+
+def save(df: Any, symbol: str, *, uri: str, library: str, mode: str = "errorifexists", **options: Any) -> None:
+    """``df.write.format("arcticlite")...save(symbol)`` with every Spark save mode.
+
+    Spark's Python data sources accept only ``append`` and ``overwrite``; this helper maps
+    ``errorifexists`` (the default, raising :class:`SymbolExistsError` when the symbol has a
+    live version) and ``ignore`` (writing nothing then) onto ``append`` with the ``if_exists``
+    option. Extra keyword arguments become options (``index_column="ts"``).
+    """
+    m = mode.lower().replace("_", "")
+    w = df.write.format(FORMAT).option("uri", uri).option("library", library)
+    for k, v in options.items():
+        w = w.option(k, str(v))
+    if m in ("errorifexists", "error", "default"):
+        w = w.option("if_exists", "error").mode("append")
+    elif m == "ignore":
+        w = w.option("if_exists", "ignore").mode("append")
+    elif m in ("append", "overwrite"):
+        w = w.mode(m)
+    else:
+        raise ValueError(f"unknown save mode {mode!r}")
+    w.save(symbol)

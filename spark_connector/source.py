@@ -82,7 +82,7 @@ def parse_as_of(value: str | None) -> Any:
         ts = pd.Timestamp(v)
         if ts.tzinfo is None:
             ts = ts.tz_localize("UTC")
-        return ts.to_pydatetime()
+        return ts  # a datetime (pd.Timestamp keeps nanoseconds)
     return v
 
 
@@ -133,7 +133,7 @@ class ReadOptions:
             columns=tuple(c.strip() for c in cols.split(",") if c.strip()) if cols else None,
             date_range=date_range, row_range=row_range,
             target_bytes=int(tb) if tb else None, strict_ns=ns == "error",
-            pushdown=(options.get("pushdown") or "true").lower() not in ("false", "0", "no", "off"),
+            pushdown=(options.get("pushdown") or "false").lower() in ("true", "1", "yes", "on"),
             metrics_dir=options.get("metrics_dir") or None,
         )
 
@@ -304,6 +304,7 @@ class ArcticLitePushdownReader(ArcticLiteReader):
     """The reader with ``pushFilters`` (needs ``spark.sql.python.filterPushdown.enabled``)."""
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 (Spark's name)
+        self.pushed = []  # Spark may hand back a reader it already pushed filters into
         for flt in filters:
             p = pushable(flt, self.schema)
             if p is None:
@@ -443,10 +444,21 @@ class ArcticLiteWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        # Failed attempts deleted their own staged entries; successful tasks' are listed here.
+        """Delete what this job staged.
+
+        Successful tasks' results are listed in ``messages``; a failed or killed task's message
+        is ``None`` and its staged entries are unknown here (the public API cannot list staged
+        entries by job), so then every staged entry of the symbol is deleted. Their segments
+        become unreachable and ``Library.gc()`` removes them.
+        """
+        if self.skip:
+            return
+        lib = open_library(self.opts.uri, self.opts.library)
         results = [r for m in messages if isinstance(m, StagedMessage) for r in m.results]
         if results:
-            open_library(self.opts.uri, self.opts.library).delete_staged_data(results)
+            lib.delete_staged_data(results)
+        if any(not isinstance(m, StagedMessage) for m in messages) or not messages:
+            lib.delete_staged_data(self.opts.symbol)
 
 
 # ---------------------------------------------------------------------------------------------

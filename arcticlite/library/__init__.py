@@ -8,8 +8,7 @@ from arcticlite.library._lazy import (
     VersionedItemWithJoin,
     concat,
 )
-from arcticlite.library._library_all import Library
-from arcticlite.library._library_inspect import AdminTools, Size
+from arcticlite.library._library import Library
 from arcticlite.library._options import (
     EncodingVersion,
     EnterpriseLibraryOptions,
@@ -17,6 +16,7 @@ from arcticlite.library._options import (
     ModifiableEnterpriseLibraryOption,
     ModifiableLibraryOption,
 )
+from arcticlite.library._sizes import AdminTools, Size
 from arcticlite.library._types import (
     ArrowOutputStringFormat,
     DataError,

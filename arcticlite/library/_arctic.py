@@ -11,7 +11,7 @@ from arcticlite.exceptions import (
     MismatchingLibraryOptions,
     UserInputException,
 )
-from arcticlite.library._library_all import Library
+from arcticlite.library._library import Library
 from arcticlite.library._options import (
     EncodingVersion,
     EnterpriseLibraryOptions,

@@ -1,21 +1,25 @@
-"""``Library``: the ArcticDB-compatible API over the version engine (core operations).
+"""``Library``: the ArcticDB-compatible API, a façade over the engine layer.
 
-Batch operations, snapshots, descriptions and staging live in mixins beside this module.
+Every public method validates its arguments, normalizes user objects (``arcticlite.normalize``)
+and delegates: reads to the engine's one read pipeline (``TableEngine.plan`` / ``read``),
+writes to named operations committed by ``TableEngine.apply`` (the one rebase loop), version
+chain rules and snapshots to ``arcticlite.version``, clean-up and ``gc`` to the engine. The
+class holds no data logic of its own: each method can be read in one place.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping
+import re
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from arcticlite import normalize as norm
 from arcticlite.exceptions import (
     ArcticException,
+    ArcticInvalidApiUsageException,
     InternalException,
     NoDataFoundException,
     NoSuchVersionException,
@@ -23,44 +27,63 @@ from arcticlite.exceptions import (
     UnsortedDataException,
     UserInputException,
 )
-from arcticlite.index import ROW_DTYPE, IndexRoot, TableIndexIO, hex_digests, new_digest
-from arcticlite.library._options import LibraryOptions
-from arcticlite.library._types import ReadRequest, VersionedItem
-from arcticlite.normalize import as_of_to_ns, to_ns_bound
+from arcticlite.index import EMPTY_ROOT, hex_digests
+from arcticlite.library import _batch as batch
+from arcticlite.library import _describe as describe
+from arcticlite.library._lazy import LazyDataFrame, LazyDataFrameCollection, concat
+from arcticlite.library._names import check_symbol
+from arcticlite.library._options import EnterpriseLibraryOptions, LibraryOptions
+from arcticlite.library._resolve import resolve
+from arcticlite.library._sizes import AdminTools
+from arcticlite.library._types import (
+    DataError,
+    DeleteRequest,
+    ReadInfoRequest,
+    ReadRequest,
+    StagedDataFinalizeMethod,
+    StageResult,
+    SymbolDescription,
+    SymbolVersion,
+    UpdatePayload,
+    VersionedItem,
+    VersionInfo,
+    WriteMetadataPayload,
+    WritePayload,
+)
+from arcticlite.normalize import to_ns_bound
+from arcticlite.query import QueryBuilder
 from arcticlite.storage import KVStore
 from arcticlite.table import (
-    Layout,
+    DEFAULT_GRACE_SECONDS,
+    FRAGMENTED_SEGMENT_COUNT,
+    Append,
+    CompactionPlan,
+    Finalize,
+    GcReport,
     Operation,
+    ReplaceRange,
     ScanPlan,
+    StagedEntry,
     TableEngine,
     TableOptions,
     Write,
     WriteMetadata,
+    WritePickled,
     check_scannable,
-    data_record,
-    index_bounds,
-    meta_of,
+    cleanup,
+    collect_garbage,
+    merge_sorted,
+    plan_compaction,
+    rewrite_compaction,
     scan_schema,
-    schema_of,
+    stage_table,
+    staged_entries,
+    staged_keys,
+    staged_symbols,
 )
-from arcticlite.version import Builder, LibraryKeys, Snapshots, SymbolList, VersionRecord, chain
+from arcticlite.version import LibraryKeys, Snapshots, SymbolList, VersionRecord, chain
 
-MAX_SYMBOL_LENGTH = 254
-
-
-def check_symbol(symbol: Any) -> str:
-    """Validate a symbol name; non-str names are coerced like ArcticDB does."""
-    if not isinstance(symbol, str):
-        if symbol is None:
-            raise UserInputException("symbol must be a non-empty string, got None")
-        symbol = str(symbol)
-    if not symbol:
-        raise UserInputException("E_INVALID_USER_ARGUMENT: symbol must be a non-empty string")
-    if len(symbol) > MAX_SYMBOL_LENGTH:
-        raise UserInputException(
-            f"E_NAME_TOO_LONG: symbol name is {len(symbol)} characters; the limit is {MAX_SYMBOL_LENGTH}"
-        )
-    return symbol
+MAX_SNAPSHOT_NAME = 254
 
 
 def _table_options(options: LibraryOptions) -> TableOptions:
@@ -68,8 +91,23 @@ def _table_options(options: LibraryOptions) -> TableOptions:
                         dynamic_schema=options.dynamic_schema)
 
 
-class LibraryCore:
-    """State and core operations shared by the Library mixins."""
+def _finalize_mode(mode: Any) -> StagedDataFinalizeMethod:
+    if isinstance(mode, StagedDataFinalizeMethod):
+        return mode
+    if isinstance(mode, str) and mode.lower() in ("write", "append"):
+        return StagedDataFinalizeMethod[mode.upper()]
+    raise ArcticInvalidApiUsageException(
+        f"mode must be StagedDataFinalizeMethod.WRITE/APPEND or 'write'/'append', got {mode!r}")
+
+
+class Library:
+    """A library of symbols, each a chain of immutable versions (ArcticDB's ``Library``).
+
+    Obtain one from :meth:`Arctic.get_library` / :meth:`Arctic.create_library`. Every
+    method is safe to call from many threads and processes at once, on every backend:
+    writes commit with create-if-absent of the next version key, and appends and updates
+    rebase on a concurrent commit instead of losing it.
+    """
 
     def __init__(self, store: KVStore, name: str, options: LibraryOptions, arctic: Any = None) -> None:
         self._store = store
@@ -83,11 +121,9 @@ class LibraryCore:
         self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
         self._engine.journal = self._journal
         self._engine.journal_intent = self._journal_intent
+        self._output_format: Any = None
 
-    def _index_for(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO:
-        """Index IO for ``sym``; new nodes go to ``sink`` (written with the commit) if given."""
-        return self._table.index(sym, sink)
-
+    # -- identity and options -----------------------------------------------------------------
     @property
     def _options(self) -> LibraryOptions:
         return self.__options
@@ -106,27 +142,33 @@ class LibraryCore:
         """The options the library was created with."""
         return self._options
 
+    def enterprise_options(self) -> EnterpriseLibraryOptions:
+        """Enterprise options (accepted for compatibility; always the defaults)."""
+        return EnterpriseLibraryOptions()
+
     def __repr__(self) -> str:
         return f"Library({self._arctic!r}, path={self._name}, storage={type(self._store).__name__})"
 
-    # -- helpers ---------------------------------------------------------------------------------
+    def __getitem__(self, symbol: str) -> VersionedItem:
+        return self.read(symbol)
+
+    def __contains__(self, symbol: str) -> bool:
+        return self.has_symbol(symbol)
+
+    # -- internals shared by the methods ---------------------------------------------------------
     def _prune_default(self, prune: bool | None) -> bool:
         return self._options.prune_previous_versions if prune is None else bool(prune)
-
-    def _layout(self, meta: norm.NormMeta) -> Layout:
-        return self._table.layout(meta)
 
     @staticmethod
     def _pickle_meta(metadata: Any) -> bytes | None:
         return None if metadata is None else pickle.dumps(metadata, protocol=pickle.HIGHEST_PROTOCOL)
 
-    def _normalize(self, data: Any, index_column: Any = False) -> tuple[pa.Table, norm.NormMeta]:
-        ic = index_column if index_column not in (False, None) else None
-        return norm.normalize(data, index_column=ic)
+    @staticmethod
+    def _normalize(data: Any, index_column: Any = False) -> tuple[pa.Table, norm.NormMeta]:
+        return norm.normalize(data, index_column=index_column if index_column not in (False, None) else None)
 
-    _index_bounds = staticmethod(index_bounds)
-
-    def _check_sorted(self, table: pa.Table, meta: norm.NormMeta, op: str) -> str:
+    @staticmethod
+    def _check_sorted(table: pa.Table, meta: norm.NormMeta, op: str) -> str:
         s = norm.sortedness(table, meta)
         if meta.index_kind == "datetime" and s not in ("ASCENDING", "UNKNOWN"):
             raise UnsortedDataException(
@@ -135,19 +177,9 @@ class LibraryCore:
             )
         return s
 
-    _data_record = staticmethod(data_record)
-
-    @staticmethod
-    def _meta_of(rec: VersionRecord) -> norm.NormMeta:
-        return meta_of(rec)
-
-    @staticmethod
-    def _schema_of(rec: VersionRecord) -> pa.Schema:
-        return schema_of(rec)
-
     def _journal(self, sym: str, head: VersionRecord | None, rec: VersionRecord) -> dict[str, bytes]:
         """Symbol-list journal keys for a commit that changes whether ``sym`` is live; the
-        engine writes them in the commit transaction where the store allows it."""
+        version engine writes them in the commit transaction where the store allows it."""
         was_live = head is not None and head.latest_live is not None
         is_live = rec.latest_live is not None
         if was_live != is_live or head is None:
@@ -158,93 +190,43 @@ class LibraryCore:
         return {self._symbol_list.intent(sym, rec.seq, k.rsplit("/", 1)[1].split(".")[1], rec.token)[0]: b""
                 for k in self._journal(sym, head, rec)}
 
-    def _commit(self, sym: str, build: Builder, *, prune: bool = False,
-                extra: Mapping[str, bytes] | None = None) -> VersionRecord:
-        """Commit ``build``'s record through the engine, then clean up after a prune."""
-        head, rec = self._table.commit(sym, build, prune=prune, extra=extra)
-        self._after_commit(sym, head, rec, prune)
-        return rec
-
     def _apply(self, sym: str, op: Operation, prune: bool | None = None) -> VersionRecord:
-        """Commit the named operation ``op`` (the engine's rebase loop), then clean up after
-        a prune."""
+        """Commit the named operation ``op`` (the engine's rebase loop), then remove the data
+        of the versions a prune made unreachable."""
         p = self._prune_default(prune)
         head, rec = self._table.apply(sym, op, prune=p)
-        self._after_commit(sym, head, rec, p)
-        return rec
-
-    def _after_commit(self, sym: str, head: VersionRecord | None, rec: VersionRecord, prune: bool) -> None:
-        if prune:
-            # the commit itself marked every earlier version dead; now remove their data
+        if p:
             killed = chain.killed_by_prune(head, rec)
             if killed:
-                self._cleanup(sym, killed)  # type: ignore[attr-defined]
+                self._cleanup(sym, killed)
+        return rec
+
+    def _cleanup(self, sym: str, killed: set[int] | None = None) -> None:
+        cleanup(self._table, self._engine, self._snapshots, sym, killed)
 
     def _item(self, sym: str, rec: VersionRecord, data: Any = None) -> VersionedItem:
-        return VersionedItem(
-            symbol=sym,
-            library=self._name,
-            data=data,
-            version=rec.seq,
-            metadata=rec.user_metadata(),
-            host=repr(self._store),
-            timestamp=rec.created_ns,
-        )
+        return VersionedItem(symbol=sym, library=self._name, data=data, version=rec.seq,
+                             metadata=rec.user_metadata(), host=repr(self._store), timestamp=rec.created_ns)
 
-    # -- resolution --------------------------------------------------------------------------------
     def _resolve(self, sym: str, as_of: Any, *, missing: type[Exception] = NoSuchVersionException) -> VersionRecord:
-        """The version record ``as_of`` designates (live, or held by a snapshot)."""
-        if as_of is None:
-            rec = self._engine.latest_live(sym)
-            if rec is None:
-                raise missing(
-                    f"E_NO_SUCH_VERSION: version matching query 'latest' not found for symbol {sym!r}"
-                )
-            return rec
-        if isinstance(as_of, str):
-            snap = self._snapshots.read(as_of)
-            if sym not in snap["symbols"]:
-                raise missing(f"E_NO_SUCH_VERSION: symbol {sym!r} is not in snapshot {as_of!r}")
-            rec = self._engine.read_record(sym, int(snap["symbols"][sym]))
-            if rec is None:
-                raise missing(f"E_NO_SUCH_VERSION: snapshot {as_of!r} refers to a missing version of {sym!r}")
-            return rec
-        if isinstance(as_of, bool) or isinstance(as_of, float | np.floating):
-            raise ArcticException("Unexpected combination of read parameters: as_of must be int, str or datetime")
-        if isinstance(as_of, int | np.integer) and not isinstance(as_of, np.datetime64):
-            if isinstance(as_of, np.integer):
-                raise ArcticException("Unexpected combination of read parameters: as_of must be a Python int")
-            head = self._engine.head(sym)
-            seq = int(as_of)
-            if seq < 0:
-                # counted from the highest data version id, deleted or not (ArcticDB's rule);
-                # delete/prune commits take ids here but are not versions a user wrote
-                top = head
-                while top is not None and not top.is_data:
-                    top = self._engine.read_record(sym, top.seq - 1) if top.seq > 0 else None
-                seq = (top.seq if top is not None else -1) + 1 + seq
-            try:
-                return self._engine.version(sym, seq, head)
-            except NoSuchVersionException as exc:
-                raise missing(str(exc)) from None
-        when = as_of_to_ns(as_of)
-        try:
-            return self._engine.version_at(sym, when)
-        except NoSuchVersionException as exc:
-            raise missing(str(exc)) from None
+        return resolve(self._engine, self._snapshots, sym, as_of, missing=missing)
 
-    # -- write -------------------------------------------------------------------------------------
-    def write(
-        self,
-        symbol: str,
-        data: Any,
-        metadata: Any = None,
-        prune_previous_versions: bool | None = None,
-        staged: bool = False,
-        validate_index: bool = True,
-        index_column: Any = False,
-        recursive_normalizers: bool | None = None,
-    ) -> VersionedItem | None:
+    def _index_range(self, date_range: Any) -> tuple[int, int] | None:
+        if date_range is None:
+            return None
+        return to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False)
+
+    def _output(self, output_format: Any) -> Any:
+        return (output_format or self._output_format or getattr(self._arctic, "_output_format", None)
+                or "pandas")
+
+    def _run_batch(self, items: list[Any], fn: Any, sym_of: Any, as_of_of: Any = lambda _i: None) -> list[Any]:
+        return batch.run_batch(self._table.pools.batch, items, fn, sym_of, as_of_of)
+
+    # -- writes ---------------------------------------------------------------------------------
+    def write(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
+              staged: bool = False, validate_index: bool = True, index_column: Any = False,
+              recursive_normalizers: bool | None = None) -> VersionedItem | None:
         """Write ``data`` as a new version of ``symbol``.
 
         Creates version ``head + 1``. Safe with concurrent writers: a racing writer simply
@@ -268,63 +250,92 @@ class LibraryCore:
         """
         sym = check_symbol(symbol)
         if staged:
-            self.stage(sym, data, validate_index=validate_index, index_column=index_column)  # type: ignore[attr-defined]
+            self.stage(sym, data, validate_index=validate_index, index_column=index_column)
             return None
         table, meta = self._normalize(data, index_column)
         sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
         op = Write(self._table, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
         return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
-    def write_pickle(
-        self,
-        symbol: str,
-        data: Any,
-        metadata: Any = None,
-        prune_previous_versions: bool | None = None,
-        staged: bool = False,
-        recursive_normalizers: bool | None = None,
-    ) -> VersionedItem:
+    def write_pickle(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
+                     staged: bool = False, recursive_normalizers: bool | None = None) -> VersionedItem:
         """Write any picklable object as a new version of ``symbol``."""
         sym = check_symbol(symbol)
-        rec = self._write_pickled(sym, data, self._pickle_meta(metadata), "pickle",
-                                  self._prune_default(prune_previous_versions))
+        body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        op = WritePickled(self._table, sym, body, self._pickle_meta(metadata))
+        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+
+    def append(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
+               validate_index: bool = True, index_column: Any = False, compact_data: bool = False) -> VersionedItem:
+        """Append rows after the last version of ``symbol`` (creating it if missing).
+
+        The new rows' first index value must not be before the last stored one. Safe with
+        concurrent writers: if another writer commits first, the append rebases on the new
+        head (its data segments are reused) and retries, so no acknowledged append is lost.
+        Cost does not grow with the number of earlier appends (small appends share one open
+        tail segment: docs/engine.md, "Small appends").
+        """
+        sym = check_symbol(symbol)
+        table, meta = self._normalize(data, index_column)
+        sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
+        op = Append(self._table, sym, table, meta, sorted_=sorted_new, metadata=self._pickle_meta(metadata),
+                    validate_index=validate_index)
+        rec = self._apply(sym, op, prune_previous_versions)
+        if compact_data:
+            return self.compact_data(sym)
         return self._item(sym, rec)
 
-    def _write_pickled(self, sym: str, data: Any, mbytes: bytes | None, kind: str, prune: bool = False) -> VersionRecord:
-        body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-        digest = new_digest(body)
-        self._store.write(self._keys.tdata(sym, digest), body)
-        leaf = np.zeros(1, dtype=ROW_DTYPE)
-        leaf["end_row"] = 0
-        leaf["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
-        leaf["nbytes"] = len(body)
-        root = self._index_for(sym).build(leaf)
-        root = IndexRoot(digest=root.digest, height=root.height, rows=0, segments=1)
+    def update(self, symbol: str, data: Any, metadata: Any = None, upsert: bool = False,
+               date_range: tuple[Any, Any] | None = None, prune_previous_versions: bool | None = None,
+               index_column: Any = False) -> VersionedItem:
+        """Replace the stored rows in ``[data.index[0], data.index[-1]]`` (or ``date_range``)
+        with ``data``.
 
-        def build(head: VersionRecord | None, seq: int) -> VersionRecord:
-            return VersionRecord(
-                symbol=sym, seq=seq, kind=kind, created_ns=0, token="",
-                dead=head.dead if head is not None else (), latest_live=seq, index=root,
-                pickled=True, metadata=mbytes,
-            )
+        Safe with concurrent writers: on a lost race the update is re-applied to the new head.
+        Untouched segments are reused; straddling segments are trimmed without rewriting.
+        """
+        sym = check_symbol(symbol)
+        table, meta = self._normalize(data, index_column)
+        if meta.index_kind != "datetime" and table.num_rows:
+            raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r}); "
+                                    "use write or append")
+        if norm.sortedness(table, meta) not in ("ASCENDING", "UNKNOWN"):
+            raise UnsortedDataException("When calling update, input data must be sorted")
+        idx = (table.column(0).cast(pa.int64()).to_numpy() if table.num_rows and meta.index_columns
+               else np.zeros(0, np.int64))
+        if date_range is not None:
+            lo, hi = self._index_range(date_range)  # type: ignore[misc]
+            a, b = np.searchsorted(idx, lo, "left"), np.searchsorted(idx, hi, "right")
+            table = table.slice(int(a), max(0, int(b) - int(a)))
+        elif len(idx):
+            lo, hi = int(idx[0]), int(idx[-1])
+        else:
+            lo, hi = 1, 0  # empty: replaces nothing
+        op = ReplaceRange(self._table, sym, table, meta, lo, hi, self._pickle_meta(metadata), upsert=upsert,
+                          kind="update")
+        return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
-        rec = self._commit(sym, build, prune=prune)
-        return rec
+    def delete_data_in_range(self, symbol: str, date_range: tuple[Any, Any],
+                             prune_previous_versions: bool | None = None) -> None:
+        """Remove the stored rows in the closed ``date_range`` (a new version, even if none matched)."""
+        sym = check_symbol(symbol)
+        if date_range is None:
+            raise ArcticInvalidApiUsageException("delete_data_in_range needs a date_range")
+        lo, hi = self._index_range(date_range)  # type: ignore[misc]
+        self._apply(sym, ReplaceRange(self._table, sym, None, None, lo, hi, None, upsert=False, kind="delete_range"),
+                    prune_previous_versions)
 
-    # -- read --------------------------------------------------------------------------------------
-    def read(
-        self,
-        symbol: str,
-        as_of: Any = None,
-        date_range: tuple[Any, Any] | None = None,
-        row_range: tuple[int, int] | None = None,
-        columns: list[Any] | None = None,
-        query_builder: Any = None,
-        lazy: bool = False,
-        output_format: Any = None,
-        arrow_string_format_default: Any = None,
-        arrow_string_format_per_column: Any = None,
-    ) -> VersionedItem:
+    def write_metadata(self, symbol: str, metadata: Any, prune_previous_versions: bool | None = None) -> VersionedItem:
+        """A new version with the same data and new metadata (no data is rewritten)."""
+        sym = check_symbol(symbol)
+        rec = self._apply(sym, WriteMetadata(self._table, sym, self._pickle_meta(metadata)), prune_previous_versions)
+        return self._item(sym, rec)
+
+    # -- reads ----------------------------------------------------------------------------------
+    def read(self, symbol: str, as_of: Any = None, date_range: tuple[Any, Any] | None = None,
+             row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,
+             query_builder: Any = None, lazy: bool = False, output_format: Any = None,
+             arrow_string_format_default: Any = None, arrow_string_format_per_column: Any = None) -> VersionedItem:
         """Read a version of ``symbol``.
 
         ``as_of`` is a version id (negative counts from the end), a snapshot name or a
@@ -338,8 +349,6 @@ class LibraryCore:
         if date_range is not None and row_range is not None:
             raise ArcticException("Date range and row range both specified: give only one")
         if lazy:
-            from arcticlite.library._lazy import LazyDataFrame
-
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, date_range=date_range,  # type: ignore[return-value]
                                                    row_range=row_range, columns=columns,
                                                    query_builder=query_builder, output_format=output_format))
@@ -348,53 +357,27 @@ class LibraryCore:
                                output_format=output_format, query_builder=query_builder)
         return self._item(sym, rec, data)
 
-    def _read_data(
-        self,
-        sym: str,
-        rec: VersionRecord,
-        *,
-        date_range: Any = None,
-        row_range: tuple[int, int] | None = None,
-        columns: list[Any] | None = None,
-        output_format: Any = None,
-        query_builder: Any = None,
-    ) -> Any:
+    def _read_data(self, sym: str, rec: VersionRecord, *, date_range: Any = None,
+                   row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,
+                   output_format: Any = None, query_builder: Any = None) -> Any:
+        """Version ``rec`` through the engine's read pipeline (pickled data: unpickled)."""
         if rec.pickled:
-            return self._read_pickled(sym, rec, date_range=date_range, row_range=row_range,
-                                      columns=columns, query_builder=query_builder)
-        ir = None
-        if date_range is not None:
-            ir = (to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False))
-        plan = self._table.plan(rec, date_range=ir, row_range=row_range, columns=columns,
-                                query_builder=query_builder)
-        fmt = output_format
-        if fmt is None:
-            fmt = getattr(self, "_output_format", None) or getattr(self._arctic, "_output_format", None)
-        return self._table.read(plan, fmt or "pandas")
+            if query_builder is not None:
+                raise InternalException(f"E_RUNTIME_ERROR Cannot filter pickled data of symbol {sym!r}")
+            if date_range is not None or row_range is not None or columns is not None:
+                raise InternalException("E_ASSERTION_FAILURE: Cannot perform processing (columns, date_range, "
+                                        f"row_range) on pickled data of symbol {sym!r}")
+            if rec.index is None or rec.index.digest is None:
+                return None
+            leaf = self._table.index(sym).leaves(rec.index)
+            return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
+        plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
+                                columns=columns, query_builder=query_builder)
+        return self._table.read(plan, self._output(output_format))
 
-    def _read_pickled(self, sym: str, rec: VersionRecord, *, date_range: Any, row_range: Any,
-                      columns: Any, query_builder: Any) -> Any:
-        if query_builder is not None:
-            raise InternalException(f"E_RUNTIME_ERROR Cannot filter pickled data of symbol {sym!r}")
-        if date_range is not None or row_range is not None or columns is not None:
-            raise InternalException(
-                f"E_ASSERTION_FAILURE: Cannot perform processing (columns, date_range, row_range) "
-                f"on pickled data of symbol {sym!r}"
-            )
-        if rec.index is None or rec.index.digest is None:
-            return None
-        leaf = self._index_for(sym).leaves(rec.index)
-        return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
-
-    def scan(
-        self,
-        symbol: str,
-        as_of: Any = None,
-        date_range: tuple[Any, Any] | None = None,
-        row_range: tuple[int, int] | None = None,
-        columns: list[Any] | None = None,
-        query_builder: Any = None,
-    ) -> ScanPlan:
+    def scan(self, symbol: str, as_of: Any = None, date_range: tuple[Any, Any] | None = None,
+             row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,
+             query_builder: Any = None) -> ScanPlan:
         """Plan a read of ``symbol`` for parallel execution: the scan / stage API.
 
         Resolves the version and plans the read once (the same planning as :meth:`read`:
@@ -434,7 +417,7 @@ class LibraryCore:
         >>> plan = lib.scan("s", columns=["x"])
         >>> plan.schema.names
         ['index', 'x']
-        >>> sum(batch.num_rows for task in plan.tasks() for batch in task.execute(lib._store))
+        >>> plan.to_table().num_rows
         5
         """
         sym = check_symbol(symbol)
@@ -443,77 +426,61 @@ class LibraryCore:
         rec = self._resolve(sym, as_of)
         if rec.pickled:
             raise UserInputException(
-                f"symbol {sym!r} version {rec.seq} holds pickled data, which has no columns to scan; use read()"
-            )
-        ir = None
-        if date_range is not None:
-            ir = (to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False))
-        read = self._table.plan(rec, date_range=ir, row_range=row_range, columns=columns,
-                                query_builder=query_builder)
+                f"symbol {sym!r} version {rec.seq} holds pickled data, which has no columns to scan; use read()")
+        read = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
+                                columns=columns, query_builder=query_builder)
         check_scannable(read)
         uri = self._arctic.get_uri() if self._arctic is not None else "mem://"
-        return ScanPlan(uri=uri, library=self._name, symbol=sym, version=rec.seq,
-                        schema=scan_schema(read), read=read, _store=self._store)
+        return ScanPlan(uri=uri, library=self._name, symbol=sym, version=rec.seq, schema=scan_schema(read),
+                        read=read, _store=self._store)
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
         """The first ``n`` rows (all but the last ``|n|`` when negative)."""
         sym = check_symbol(symbol)
         if lazy:
-            return self._lazy(sym, as_of, columns, output_format).head(n)
+            return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
+                                                   output_format=output_format)).head(n)
         rec = self._resolve(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
         rr = (0, n) if n >= 0 else (0, max(0, total + n))
-        return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns, output_format=output_format))
+        return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns,
+                                                    output_format=output_format))
 
     def tail(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
         """The last ``n`` rows (all but the first ``|n|`` when negative)."""
         sym = check_symbol(symbol)
         if lazy:
-            return self._lazy(sym, as_of, columns, output_format).tail(n)
+            return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
+                                                   output_format=output_format)).tail(n)
         rec = self._resolve(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
         rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)
-        return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns, output_format=output_format))
+        return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns,
+                                                    output_format=output_format))
 
-    def _lazy(self, sym: str, as_of: Any, columns: Any, output_format: Any) -> Any:
-        from arcticlite.library._lazy import LazyDataFrame
-
-        return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns, output_format=output_format))
-
-    def __getitem__(self, symbol: str) -> VersionedItem:
-        return self.read(symbol)
-
-    def __contains__(self, symbol: str) -> bool:
-        return self.has_symbol(symbol)
+    def read_metadata(self, symbol: str, as_of: Any = None) -> VersionedItem:
+        """The user metadata of a version (reads only the version record)."""
+        sym = check_symbol(symbol)
+        return self._item(sym, self._resolve(sym, as_of, missing=NoDataFoundException))
 
     def has_symbol(self, symbol: str, as_of: Any = None) -> bool:
         """Whether ``symbol`` has a live version (or the version/snapshot ``as_of`` holds it)."""
         sym = check_symbol(symbol)
         if isinstance(as_of, str):
-            snap = self._snapshots.read(as_of)
-            return sym in snap["symbols"]
+            return sym in self._snapshots.read(as_of)["symbols"]
         try:
             self._resolve(sym, as_of)
             return True
         except NoDataFoundException:
             return False
 
-    # -- metadata ----------------------------------------------------------------------------------
-    def read_metadata(self, symbol: str, as_of: Any = None) -> VersionedItem:
-        """The user metadata of a version (reads only the version record)."""
-        sym = check_symbol(symbol)
-        rec = self._resolve(sym, as_of, missing=NoDataFoundException)
-        return self._item(sym, rec)
+    def get_description(self, symbol: str, as_of: Any = None) -> SymbolDescription:
+        """Columns, index, row count, date range and sortedness of a version (no data read)."""
+        return describe.describe(self._resolve(check_symbol(symbol), as_of))
 
-    def write_metadata(self, symbol: str, metadata: Any, prune_previous_versions: bool | None = None) -> VersionedItem:
-        """A new version with the same data and new metadata (no data is rewritten)."""
-        sym = check_symbol(symbol)
-        rec = self._apply(sym, WriteMetadata(self._table, sym, self._pickle_meta(metadata)), prune_previous_versions)
-        return self._item(sym, rec)
-
-    # -- delete / prune ----------------------------------------------------------------------------
+    # -- deletes --------------------------------------------------------------------------------
     def delete(self, symbol: str, versions: int | list[int] | None = None) -> None:
         """Delete all versions of ``symbol`` (it leaves ``list_symbols``), or only ``versions``.
 
@@ -524,18 +491,14 @@ class LibraryCore:
             head = self._engine.head(sym)
             if head is None or head.latest_live is None:
                 return
-            self._tombstone(sym, None)
-            return
-        vs = [versions] if isinstance(versions, int | np.integer) else list(versions)
-        if not vs:
-            return
-        self._tombstone(sym, [int(v) for v in vs])
-
-    def _tombstone(self, sym: str, versions: list[int] | None) -> VersionRecord | None:
+            chosen = None
+        else:
+            chosen = [int(v) for v in ([versions] if isinstance(versions, int | np.integer) else list(versions))]
+            if not chosen:
+                return
         killed: set[int] = set()
-        rec = self._commit(sym, chain.tombstone(sym, versions, killed))
-        self._cleanup(sym, killed)  # type: ignore[attr-defined]
-        return rec
+        self._table.commit(sym, chain.tombstone(sym, chosen, killed))
+        self._cleanup(sym, killed)
 
     def prune_previous_versions(self, symbol: str) -> None:
         """Delete every version but the latest (versions in snapshots keep their data)."""
@@ -543,19 +506,387 @@ class LibraryCore:
         head = self._engine.head(sym)
         if head is None or head.latest_live is None:
             raise StorageException(f"E_SYMBOL_NOT_FOUND: symbol {sym!r} not found")
-        self._prune(sym)
-
-    def _prune(self, sym: str) -> None:
-        if not chain.older_live(self._engine.head(sym)):
+        if not chain.older_live(head):
             return
         killed: set[int] = set()
         try:
-            self._engine.commit(sym, chain.prune(sym, killed))
+            self._table.commit(sym, chain.prune(sym, killed))
         except NoSuchVersionException:
-            return
-        self._cleanup(sym, killed)  # type: ignore[attr-defined]
+            return  # deleted meanwhile
+        self._cleanup(sym, killed)
 
+    # -- staged writes --------------------------------------------------------------------------
+    def stage(self, symbol: str, data: Any, validate_index: bool = True, sort_on_index: bool = False,
+              sort_columns: list[str] | None = None, index_column: Any = False) -> StageResult:
+        """Write ``data`` as staged segments of ``symbol``, invisible until finalized.
 
-def _ts(ns: int) -> str:
+        Any number of processes may stage the same symbol at once (docs/scan.md); the
+        returned ``StageResult`` pickles, for a finalize elsewhere.
+        """
+        sym = check_symbol(symbol)
+        table, meta = self._normalize(data, index_column)
+        if sort_on_index or sort_columns:
+            keys = [(meta.index_columns[0], "ascending")] if sort_on_index and meta.index_columns else []
+            keys += [(meta.user_to_stored([c])[0], "ascending") for c in (sort_columns or [])]
+            if keys:
+                table = table.sort_by(keys)
+        elif validate_index:
+            self._check_sorted(table, meta, "stage")
+        key = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta))
+        return StageResult(symbol=sym, staged_keys=(key,))
 
-    return str(pd.Timestamp(ns, unit="ns"))
+    def get_staged_symbols(self) -> list[str]:
+        """Symbols with staged data waiting for a finalize."""
+        return staged_symbols(self._table)
+
+    def delete_staged_data(self, symbol: str | StageResult | list[StageResult]) -> None:
+        """Forget staged data (its segments are left to ``gc``)."""
+        if isinstance(symbol, StageResult):
+            keys = list(symbol.staged_keys)
+        elif isinstance(symbol, list):
+            keys = [k for r in symbol for k in r.staged_keys]
+        else:
+            keys = staged_keys(self._table, check_symbol(symbol))
+        self._store.delete(keys)
+
+    def finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
+                             prune_previous_versions: bool | None = None, metadata: Any = None,
+                             validate_index: bool = True, delete_staged_data_on_failure: bool = False,
+                             stage_results: list[StageResult] | None = None) -> VersionedItem:
+        """Commit staged data as one new version (``write``) or after the latest (``append``).
+
+        Staged segments are referenced, not copied. They must be ordered and non-overlapping.
+        With ``stage_results``, exactly those are committed (others stay staged).
+        """
+        sym = check_symbol(symbol)
+        append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
+        return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
+            self._table, sym, staged, append=append, metadata=self._pickle_meta(metadata)), prune_previous_versions)
+
+    def sort_and_finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
+                                      prune_previous_versions: bool | None = None, metadata: Any = None,
+                                      delete_staged_data_on_failure: bool = False,
+                                      stage_results: list[StageResult] | None = None) -> VersionedItem:
+        """Like :meth:`finalize_staged_data`, but staged data may interleave: it is merged and sorted."""
+        sym = check_symbol(symbol)
+        append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
+        return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
+            self._table, sym, [merge_sorted(self._table, sym, staged)], append=append,
+            metadata=self._pickle_meta(metadata)), prune_previous_versions)
+
+    def _consume_staged(self, sym: str, stage_results: list[StageResult] | None, delete_on_failure: bool,
+                        make: Any, prune: bool | None) -> VersionedItem:
+        """Load the staged entries, commit the operation ``make(entries)`` builds, then forget
+        them (also on failure if asked)."""
+        keys = None if stage_results is None else [k for r in stage_results for k in r.staged_keys if r.symbol == sym]
+        staged: list[StagedEntry] = staged_entries(self._table, sym, keys)
+        if not staged:
+            raise UserInputException(f"E_NO_STAGED_SEGMENTS: no staged data for symbol {sym!r}; stage() first")
+        try:
+            rec = self._apply(sym, make(staged), prune)
+        except Exception:
+            if delete_on_failure:
+                self._store.delete([e.key for e in staged])
+            raise
+        self._store.delete([e.key for e in staged])
+        return self._item(sym, rec)
+
+    # -- maintenance ----------------------------------------------------------------------------
+    def compact_data_explain_plan(self, symbol: str, rows_per_segment: int | None = None) -> CompactionPlan:
+        """What :meth:`compact_data` would rewrite, without writing anything."""
+        sym = check_symbol(symbol)
+        return plan_compaction(self._table, self._engine.latest_live(sym), sym, rows_per_segment)[0]
+
+    def is_symbol_fragmented(self, symbol: str, segment_size: int | None = None) -> bool:
+        """Whether compaction would remove at least 100 segments (ArcticDB's rule)."""
+        plan = self.compact_data_explain_plan(symbol, segment_size)
+        return plan.segments_before - plan.segments_after >= FRAGMENTED_SEGMENT_COUNT
+
+    def defragment_symbol_data(self, symbol: str, segment_size: int | None = None,
+                               prune_previous_versions: bool | None = None) -> VersionedItem:
+        """Deprecated ArcticDB name of :meth:`compact_data`; raises when nothing needs compacting."""
+        if not self.is_symbol_fragmented(symbol, segment_size):
+            raise InternalException(f"E_ASSERTION_FAILURE: Nothing to compact in symbol {symbol!r}")
+        return self.compact_data(symbol, segment_size, prune_previous_versions)
+
+    def compact_data(self, symbol: str, rows_per_segment: int | None = None,
+                     prune_previous_versions: bool | None = None) -> VersionedItem:
+        """Merge small segments into ``rows_per_segment``-row ones as a new version.
+
+        A no-op returning the current version when the data is already compact. Earlier
+        versions stay readable (copy-on-write). Safe with concurrent appenders: their rows are
+        kept (the compaction rebases onto them); a concurrent rewrite makes it give up cleanly.
+        """
+        sym = check_symbol(symbol)
+        base = self._engine.latest_live(sym)
+        plan, leaves = plan_compaction(self._table, base, sym, rows_per_segment)
+        assert base is not None
+        if not plan.runs:
+            return self._item(sym, base)
+        op = rewrite_compaction(self._table, sym, base, plan, leaves)
+        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+
+    def gc(self, grace_period: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
+        """Delete data segments and index nodes that nothing can reach.
+
+        Parameters
+        ----------
+        grace_period : float
+            Seconds a key must have been seen unreachable (by an earlier ``gc``) before it is
+            deleted, so that writers still committing are never robbed. ``0`` deletes now:
+            use it only when no writer is running.
+        dry_run : bool
+            Report without deleting or updating the ledger.
+
+        Safe while readers and writers run (with a grace period longer than any commit).
+        """
+        return collect_garbage(self._table, self._engine, self._snapshots, grace_period, dry_run)
+
+    # -- symbols, versions, snapshots -----------------------------------------------------------
+    def list_symbols(self, snapshot_name: str | None = None, regex: str | None = None) -> list[str]:
+        """Symbols with a live version (or in ``snapshot_name``), filtered by ``regex``
+        (search semantics). Served by the symbol-list cache: one prefix listing plus the
+        compacted keys, never a walk of version chains."""
+        if snapshot_name is not None:
+            syms = list(self._snapshots.read(snapshot_name)["symbols"])
+        else:
+            syms = self._symbol_list.symbols()
+        if regex is not None:
+            pat = re.compile(regex)
+            syms = [s for s in syms if pat.search(s)]
+        return syms
+
+    def reload_symbol_list(self) -> None:
+        """Rebuild the symbol-list cache from the version refs."""
+        self._symbol_list.rebuild()
+
+    def compact_symbol_list(self) -> int:
+        """Compact the symbol-list journal into one key; returns the number of keys merged."""
+        return self._symbol_list.compact()
+
+    def list_versions(self, symbol: str | None = None, snapshot: str | None = None, latest_only: bool = False,
+                      skip_snapshots: bool = False) -> dict[SymbolVersion, VersionInfo]:
+        """Versions newest first: live ones, and deleted ones still held by a snapshot."""
+        if snapshot is not None:
+            snap = self._snapshots.read(snapshot)
+            out: dict[SymbolVersion, VersionInfo] = {}
+            for s, v in snap["symbols"].items():
+                if symbol is not None and s != symbol:
+                    continue
+                rec = self._engine.read_record(s, int(v))
+                if rec is not None:
+                    out[SymbolVersion(s, rec.seq)] = VersionInfo(describe.utc(rec.created_ns), False, [snapshot])
+            return out
+        snaps = {} if skip_snapshots else self._snapshots.by_version(symbol)
+        if symbol is not None:
+            syms = [check_symbol(symbol)]
+        else:  # deleted symbols whose versions a snapshot holds are listed too
+            syms = list(dict.fromkeys([*self.list_symbols(), *sorted({s for s, _ in snaps})]))
+        out = {}
+        for s in syms:
+            head = self._engine.head(s)
+            if head is None:
+                continue
+            for rec in self._engine.history(s, head):
+                if not rec.is_data:
+                    continue
+                live = head.is_live(rec.seq)
+                held = snaps.get((s, rec.seq), [])
+                if not live and not held:
+                    continue
+                out[SymbolVersion(s, rec.seq)] = VersionInfo(describe.utc(rec.created_ns), not live, held)
+                if latest_only and live:
+                    break
+        return out
+
+    def snapshot(self, snapshot_name: str, metadata: Any = None, skip_symbols: list[str] | None = None,
+                 versions: dict[str, int] | None = None) -> None:
+        """Record the latest version of every symbol (or ``versions``) under a name.
+
+        Versions held by a snapshot keep their data when deleted or pruned.
+        """
+        if not isinstance(snapshot_name, str) or not snapshot_name:
+            raise UserInputException("snapshot name must be a non-empty string")
+        if len(snapshot_name) > MAX_SNAPSHOT_NAME or any(c in snapshot_name for c in "*<>"):
+            raise UserInputException(
+                f"E_INVALID_CHAR_IN_NAME: snapshot name {snapshot_name!r} is too long or contains * < >")
+        if skip_symbols is not None and versions is not None:
+            raise InternalException("E_INVALID_ARGUMENT: give skip_symbols or versions, not both")
+        if self._snapshots.exists(snapshot_name):
+            raise InternalException(f"Snapshot with name {snapshot_name} already exists")
+        # a version deleted between its choice and the snapshot's write may have lost its data
+        # to the deleter's clean-up (which did not see the snapshot yet): check after writing
+        for attempt in range(4):
+            chosen: dict[str, int] = {}
+            if versions is not None:
+                missing = []
+                for s, v in versions.items():
+                    head = self._engine.head(s)
+                    if head is None or not head.is_live(int(v)):
+                        missing.append((s, v))
+                    else:
+                        chosen[s] = int(v)
+                if missing:
+                    raise NoSuchVersionException(f"Specified symbol-version pairs do not exist: {missing}")
+            else:
+                skip = set(skip_symbols or ())
+                for s in self.list_symbols():
+                    rec = None if s in skip else self._engine.latest_live(s)
+                    if rec is not None:
+                        chosen[s] = rec.seq
+            if not chosen:
+                raise NoSuchVersionException("No valid symbols in the library, skipping snapshot creation")
+            if not self._snapshots.create(snapshot_name, chosen, metadata):
+                raise InternalException(f"Snapshot with name {snapshot_name} already exists")
+            dead = [(s, v) for s, v in chosen.items() if not self._is_live_version(s, v)]
+            if not dead:
+                return
+            self._snapshots.delete(snapshot_name)
+            if versions is not None or attempt == 3:
+                raise NoSuchVersionException(
+                    f"Specified symbol-version pairs were deleted while the snapshot was taken: {dead}")
+
+    def _is_live_version(self, sym: str, seq: int) -> bool:
+        head = self._engine.head(sym)
+        return head is not None and head.is_live(seq)
+
+    def delete_snapshot(self, snapshot_name: str) -> None:
+        """Delete a snapshot; data no live version or other snapshot needs is removed."""
+        snap = self._snapshots.read(snapshot_name)
+        self._snapshots.delete(snapshot_name)
+        for s in snap["symbols"]:
+            self._cleanup(s)
+
+    def list_snapshots(self, load_metadata: bool = True) -> dict[str, Any] | list[str]:
+        """Snapshot names, with their metadata unless ``load_metadata=False``."""
+        names = self._snapshots.names()
+        if not load_metadata:
+            return names
+        return {n: self._snapshots.read(n)["metadata"] for n in names}
+
+    # -- introspection --------------------------------------------------------------------------
+    def admin_tools(self) -> AdminTools:
+        """Storage statistics of this library (ArcticDB's ``Library.admin_tools()``)."""
+        return AdminTools(self._store, self._keys)
+
+    def inspect_versions(self, symbol: str) -> Any:
+        """Every commit of ``symbol`` newest first: kind, live, rows, segments, created."""
+        sym = check_symbol(symbol)
+        head = self._engine.head(sym)
+        return describe.versions_frame(head, list(self._engine.history(sym, head)) if head is not None else [])
+
+    def inspect_index(self, symbol: str, as_of: Any = None) -> Any:
+        """The table-index rows of a version: one per segment (row range, column range,
+        index range, key, bytes, and whether it is the symbol's open tail: written plain by a
+        small append, to be replaced by the next one with its rows added)."""
+        sym = check_symbol(symbol)
+        rec = self._resolve(sym, as_of)
+        return describe.index_frame(self._keys, sym, self._table.index(sym).leaves(rec.index or EMPTY_ROOT))
+
+    def inspect_segments(self, symbol: str, as_of: Any = None) -> Any:
+        """Per segment and column: rows, pages, encodings and compressed / raw bytes
+        (reads segment metadata only)."""
+        idx = self.inspect_index(symbol, as_of)
+        if self._resolve(check_symbol(symbol), as_of).pickled:
+            return idx
+        return describe.segments_frame(self._store, idx)
+
+    # -- batches --------------------------------------------------------------------------------
+    def write_batch(self, payloads: list[WritePayload], prune_previous_versions: bool | None = None,
+                    validate_index: bool = True) -> list[VersionedItem | DataError]:
+        """Write many symbols; parallel where the store benefits."""
+        batch.check_unique([p.symbol for p in payloads], "write_batch")
+        batch.check_payload_data(payloads)
+        return self._run_batch(payloads, lambda p: self.write(
+            p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
+            validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
+
+    def write_pickle_batch(self, payloads: list[WritePayload],
+                           prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
+        """Write many symbols' objects pickled."""
+        batch.check_unique([p.symbol for p in payloads], "write_pickle_batch")
+        return self._run_batch(payloads, lambda p: self.write_pickle(
+            p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions),
+            lambda p: p.symbol)
+
+    def append_batch(self, append_payloads: list[WritePayload], prune_previous_versions: bool | None = None,
+                     validate_index: bool = True, compact_data: bool = False) -> list[VersionedItem | DataError]:
+        """Append to many symbols."""
+        batch.check_unique([p.symbol for p in append_payloads], "append_batch")
+        batch.check_payload_data(append_payloads)
+        return self._run_batch(append_payloads, lambda p: self.append(
+            p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
+            validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
+
+    def update_batch(self, update_payloads: list[UpdatePayload], upsert: bool = False,
+                     prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
+        """Update many symbols."""
+        batch.check_unique([p.symbol for p in update_payloads], "update_batch")
+        batch.check_payload_data(update_payloads)
+        return self._run_batch(update_payloads, lambda p: self.update(
+            p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
+            prune_previous_versions=prune_previous_versions, index_column=p.index_column), lambda p: p.symbol)
+
+    def write_metadata_batch(self, write_metadata_payloads: list[WriteMetadataPayload],
+                             prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
+        """New metadata for many symbols."""
+        batch.check_unique([p.symbol for p in write_metadata_payloads], "write_metadata_batch")
+        return self._run_batch(write_metadata_payloads, lambda p: self.write_metadata(
+            p.symbol, p.metadata, prune_previous_versions=prune_previous_versions), lambda p: p.symbol)
+
+    def read_batch(self, symbols: list[str | ReadRequest], query_builder: Any = None, lazy: bool = False,
+                   output_format: Any = None, **_: Any) -> list[VersionedItem | DataError]:
+        """Read many symbols; failures come back in place as ``DataError``. With ``lazy=True``,
+        a ``LazyDataFrameCollection`` whose ``collect()`` reads them."""
+        reqs = batch.read_requests(symbols)
+        if query_builder is not None and any(r.query_builder is not None for r in reqs):
+            raise ArcticInvalidApiUsageException("a query_builder was given both for the batch and for a request; give one")
+        if lazy:
+            frames = [LazyDataFrame(self, r._replace(query_builder=r.query_builder or query_builder,
+                                                     output_format=r.output_format or output_format)) for r in reqs]
+            return LazyDataFrameCollection(self, frames)  # type: ignore[return-value]
+        return self._run_batch(reqs, lambda r: self.read(
+            r.symbol, as_of=r.as_of, date_range=r.date_range, row_range=r.row_range, columns=r.columns,
+            query_builder=r.query_builder or query_builder, output_format=r.output_format or output_format),
+            lambda r: r.symbol, lambda r: r.as_of)
+
+    def read_batch_and_join(self, symbols: list[ReadRequest | str], query_builder: Any,
+                            output_format: Any = None, **_: Any) -> Any:
+        """Read the symbols and join their rows: ``query_builder`` starts with
+        ``concat("outer" | "inner")``; its later clauses run on the joined rows (see
+        :func:`arcticlite.concat`). Returns a ``VersionedItemWithJoin``; a failed read raises."""
+        if not isinstance(query_builder, QueryBuilder) or not query_builder.clauses:
+            raise UserInputException("E_INVALID_USER_ARGUMENT read_batch_and_join called with no clauses: "
+                                     "pass QueryBuilder().concat() (then any clauses for the joined rows)")
+        (first, join), rest = query_builder.clauses[0], query_builder.clauses[1:]
+        if first != "concat":
+            raise UserInputException("E_INVALID_USER_ARGUMENT read_batch_and_join: the query_builder must start "
+                                     "with concat(); per-symbol clauses go in each ReadRequest's query_builder")
+        joined = concat([LazyDataFrame(self, r._replace(output_format=r.output_format or output_format))
+                         for r in batch.read_requests(symbols)], join)
+        joined.clauses = list(rest)
+        return joined.collect()
+
+    def read_metadata_batch(self, symbols: list[str | ReadInfoRequest]) -> list[VersionedItem | DataError]:
+        """Metadata of many symbols."""
+        reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]
+        return self._run_batch(reqs, lambda r: self.read_metadata(r.symbol, as_of=r.as_of),
+                               lambda r: r.symbol, lambda r: r.as_of)
+
+    def get_description_batch(self, symbols: list[str | ReadInfoRequest]) -> list[Any]:
+        """Descriptions of many symbols."""
+        reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]
+        return self._run_batch(reqs, lambda r: self.get_description(r.symbol, as_of=r.as_of),
+                               lambda r: r.symbol, lambda r: r.as_of)
+
+    def delete_batch(self, delete_requests: list[str | DeleteRequest]) -> list[DataError | None]:
+        """Delete many symbols (or versions of them)."""
+        reqs = [d if isinstance(d, DeleteRequest) else DeleteRequest(symbol=d, version_ids=None)  # type: ignore[arg-type]
+                for d in delete_requests]
+        return self._run_batch(reqs, lambda r: self.delete(r.symbol, r.version_ids), lambda r: r.symbol)
+
+    def compact_data_batch(self, symbols: list[str], rows_per_segment: int | None = None,
+                           prune_previous_versions: bool | None = None) -> list[Any]:
+        """Compact many symbols."""
+        return self._run_batch(list(symbols), lambda s: self.compact_data(s, rows_per_segment, prune_previous_versions),
+                               lambda s: s)

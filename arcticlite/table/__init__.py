@@ -1,18 +1,27 @@
 """The engine layer: one library's symbol data as segments under a table index.
 
-:class:`TableEngine` plans and executes reads (:mod:`._read`: one pipeline for every read
-path), writes segments, and commits named operations that turn a head version into the next
-one. :class:`ScanPlan` / :class:`ScanTask` and the staging functions are its public scan /
-stage API (docs/scan.md): what the Spark connector and other parallel readers and writers
-build on. Knows Arrow tables and normalization metadata, not the ArcticDB API.
+:class:`TableEngine` plans and executes reads (one pipeline for every read path: ``_read``),
+writes segments, and commits named operations (``_ops``: :class:`Write`, :class:`Append`,
+:class:`ReplaceRange`, :class:`Finalize`, :class:`Compact`, ...) that turn a head version
+into the next one under one rebase loop (:meth:`TableEngine.apply`). :class:`ScanPlan` /
+:class:`ScanTask` and staging are its public scan / stage API (docs/scan.md), on which the
+Spark connector builds. Knows Arrow tables and normalization metadata, not the ArcticDB API.
 """
 
+from arcticlite.table._compact import FRAGMENTED_SEGMENT_COUNT, CompactionPlan, plan_compaction
+from arcticlite.table._compact import rewrite as rewrite_compaction
 from arcticlite.table._engine import TableEngine, TableOptions
+from arcticlite.table._gc import DEFAULT_GRACE_SECONDS, GcReport, cleanup
+from arcticlite.table._gc import gc as collect_garbage
 from arcticlite.table._ops import (
     Append,
+    Compact,
+    Finalize,
     Operation,
+    ReplaceRange,
     Write,
     WriteMetadata,
+    WritePickled,
     combine_sorted,
     data_record,
     index_bounds,
@@ -39,35 +48,58 @@ from arcticlite.table._segments import (
     write_segments,
     write_tail,
 )
+from arcticlite.table._stage import StagedEntry, merge_sorted, staged_keys, staged_symbols
+from arcticlite.table._stage import entries as staged_entries
+from arcticlite.table._stage import record as stage_record
+from arcticlite.table._stage import stage as stage_table
 
 __all__ = [
-    "Append",
+    "DEFAULT_GRACE_SECONDS",
+    "FRAGMENTED_SEGMENT_COUNT",
     "OPTIMIZE_FOR",
     "TAIL_BYTES",
+    "Append",
+    "Compact",
+    "CompactionPlan",
+    "Finalize",
+    "GcReport",
     "Layout",
     "Operation",
     "Pools",
     "ReadPlan",
+    "ReplaceRange",
     "ScanPlan",
     "ScanTask",
+    "StagedEntry",
     "TableEngine",
     "TableOptions",
     "Write",
     "WriteMetadata",
+    "WritePickled",
     "check_scannable",
+    "cleanup",
     "col_slices",
+    "collect_garbage",
     "combine_sorted",
     "data_record",
     "iloc_range",
     "index_bounds",
     "is_small_append",
+    "merge_sorted",
     "merged_meta",
     "meta_of",
+    "plan_compaction",
     "read_segments",
+    "rewrite_compaction",
+    "scan_schema",
     "schema_bytes",
     "schema_from",
-    "scan_schema",
     "schema_of",
+    "stage_record",
+    "stage_table",
+    "staged_entries",
+    "staged_keys",
+    "staged_symbols",
     "widen_dynamic_leaves",
     "write_segments",
     "write_tail",

@@ -17,9 +17,26 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from arcticlite import format as fermion
 from arcticlite import normalize as norm
-from arcticlite.exceptions import AppendOrderException, InternalException, UnsortedDataException
-from arcticlite.index import EMPTY_ROOT, FLAG_OPEN_TAIL, IndexRoot, TableIndexIO, shifted
+from arcticlite.exceptions import (
+    AppendOrderException,
+    CommitConflictError,
+    InternalException,
+    NormalizationException,
+    SchemaException,
+    UnsortedDataException,
+)
+from arcticlite.index import (
+    EMPTY_ROOT,
+    FLAG_OPEN_TAIL,
+    ROW_DTYPE,
+    IndexRoot,
+    TableIndexIO,
+    hex_digests,
+    new_digest,
+    shifted,
+)
 from arcticlite.storage import KVStore
 from arcticlite.table._pools import Pools
 from arcticlite.table._read import meta_of, schema_bytes, schema_of
@@ -237,3 +254,232 @@ class WriteMetadata(Operation):
                                  latest_live=seq, index=None, pickled=True, metadata=self.metadata)
         return base.with_(kind="metadata", dead=dead, latest_live=seq, metadata=self.metadata)
 
+
+
+class WritePickled(Operation):
+    """Any Python object, pickled into one segment (``write_pickle``)."""
+
+    def __init__(self, engine: TableEngine, sym: str, body: bytes, metadata: bytes | None) -> None:
+        super().__init__(engine, sym)
+        digest = new_digest(body)
+        engine.store.write(engine.keys.tdata(sym, digest), body)
+        leaf = np.zeros(1, dtype=ROW_DTYPE)
+        leaf["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
+        leaf["nbytes"] = len(body)
+        root = engine.index(sym).build(leaf)
+        self.root = IndexRoot(digest=root.digest, height=root.height, rows=0, segments=1)
+        self.metadata = metadata
+
+    def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
+        return VersionRecord(symbol=self.sym, seq=seq, kind="pickle", created_ns=0, token="",
+                             dead=head.dead if head is not None else (), latest_live=seq, index=self.root,
+                             pickled=True, metadata=self.metadata)
+
+
+class ReplaceRange(Operation):
+    """Replace the stored rows of the closed index interval ``[lo, hi]`` by ``table`` (``update``),
+    or by nothing (``delete_data_in_range``). Segments straddling the interval's ends are
+    trimmed in the index (a leaf row may reference a slice of its segment), never rewritten,
+    so the cost is the new data plus the touched index rows."""
+
+    def __init__(self, engine: TableEngine, sym: str, table: pa.Table | None, meta: norm.NormMeta | None,
+                 lo: int, hi: int, metadata: bytes | None, *, upsert: bool, kind: str) -> None:
+        super().__init__(engine, sym)
+        self.table, self.meta, self.lo, self.hi = table, meta, lo, hi
+        self.metadata, self.upsert, self.kind = metadata, upsert, kind
+        self.new_leaves = None
+        if table is not None and meta is not None:
+            self.new_leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta),
+                                             start_row=0, is_datetime=True, pools=engine.pools)
+
+    def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
+        e, sym, table, meta = self.engine, self.sym, self.table, self.meta
+        index = e.index(sym, self.sink)
+        if base is None:
+            if self.kind == "update" and self.upsert and table is not None and meta is not None:
+                assert self.new_leaves is not None
+                first, last = index_bounds(table, meta)
+                return data_record("write", head, seq, index=index.build(self.new_leaves), meta=meta,
+                                   schema=table.schema, first=first, last=last,
+                                   sorted_=norm.sortedness(table, meta), metadata=self.metadata)
+            what = "update" if self.kind == "update" else "delete from"
+            raise InternalException(f"Cannot {what} non-existent symbol {sym!r}"
+                                    + (": use upsert=True to create it" if self.kind == "update" else ""))
+        if base.pickled:
+            raise InternalException(f"Cannot update pickled data (symbol {sym!r})")
+        bmeta, bschema = meta_of(base), schema_of(base)
+        if bmeta.index_kind != "datetime":
+            raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r})")
+        if base.sorted not in ("ASCENDING", "UNKNOWN"):
+            raise UnsortedDataException(f"Cannot update symbol {sym!r}: its stored index is not sorted")
+        schema, out_meta = bschema, bmeta
+        if table is not None and meta is not None:
+            if meta.kind != bmeta.kind:
+                raise NormalizationException(f"E_INCOMPATIBLE_OBJECTS: cannot update a {bmeta.kind} with a {meta.kind}")
+            dynamic = e.options.dynamic_schema
+            if table.num_rows or not dynamic:
+                schema = norm.common_schema(bmeta, bschema, meta, table.schema, dynamic=dynamic,
+                                            stored_rows=base.index.rows if base.index else 0,
+                                            new_rows=table.num_rows) or bschema
+            out_meta = merged_meta(bmeta, meta, schema)
+        leaves = index.leaves(base.index or EMPTY_ROOT)
+        before, after = split_leaves(e, sym, leaves, self.lo, self.hi, bmeta.index_columns[0])
+        parts = [before]
+        n_before = int(before["end_row"].max()) if len(before) else 0
+        if self.new_leaves is not None and len(self.new_leaves):
+            parts.append(shifted(self.new_leaves, n_before, row_numbers_index=False))
+        rows = np.concatenate(parts)
+        cursor = int(rows["end_row"].max()) if len(rows) else 0
+        if len(after):
+            rows = np.concatenate([rows, shifted(after, cursor - int(after["start_row"].min()), row_numbers_index=False)])
+        return data_record(self.kind, head, seq, index=index.build(rows), meta=out_meta, schema=schema,
+                           first=int(rows["min_index"].min()) if len(rows) else None,
+                           last=int(rows["max_index"].max()) if len(rows) else None,
+                           sorted_=base.sorted if len(rows) else "ASCENDING", metadata=self.metadata)
+
+
+def split_leaves(engine: TableEngine, sym: str, leaves: np.ndarray, lo: int, hi: int,
+                 index_col: str) -> tuple[np.ndarray, np.ndarray]:
+    """Leaf rows strictly before ``lo`` and strictly after ``hi`` (trimmed copies); the index
+    column of each straddling row group is read once."""
+    if len(leaves) == 0 or lo > hi:
+        return leaves, np.zeros(0, dtype=ROW_DTYPE)
+    before = leaves[leaves["max_index"] < lo]
+    after = leaves[leaves["min_index"] > hi]
+    straddle = leaves[(leaves["max_index"] >= lo) & (leaves["min_index"] <= hi)]
+    if len(straddle) == 0:
+        return before, after
+    b_parts, a_parts = [before], [after]
+    for start in np.unique(straddle["start_row"]):
+        grp = straddle[straddle["start_row"] == start]
+        first = grp[0]
+        buf = engine.store.read(engine.keys.tdata(sym, hex_digests(grp[:1])[0]))
+        t = fermion.decode(buf, columns=[index_col])
+        off, n = int(first["seg_offset"]), int(first["end_row"] - first["start_row"])
+        vals = t.column(0).cast(pa.int64()).to_numpy()[off : off + n]
+        k_lo = int(np.searchsorted(vals, lo, "left"))
+        k_hi = int(np.searchsorted(vals, hi, "right"))
+        if k_lo > 0:
+            piece = grp.copy()
+            piece["end_row"] = piece["start_row"] + k_lo
+            piece["max_index"] = vals[k_lo - 1]
+            piece["min_index"] = vals[0]
+            b_parts.append(piece)
+        if k_hi < n:
+            piece = grp.copy()
+            piece["seg_offset"] += k_hi
+            piece["start_row"] += k_hi
+            piece["min_index"] = vals[k_hi]
+            piece["max_index"] = vals[-1]
+            a_parts.append(piece)
+    before = np.concatenate(b_parts)
+    after = np.concatenate(a_parts)
+    before = before[np.lexsort((before["start_col"], before["start_row"]))]
+    after = after[np.lexsort((after["start_col"], after["start_row"]))]
+    return before, after
+
+
+class Finalize(Operation):
+    """Staged entries committed as one version (``write``), or after the latest (``append``).
+
+    The entries' segments are referenced, not copied; they must be ordered by index and not
+    overlap (``sort_and_finalize_staged_data`` merges them first when they do).
+    """
+
+    def __init__(self, engine: TableEngine, sym: str, staged: list[Any], *, append: bool,
+                 metadata: bytes | None) -> None:
+        super().__init__(engine, sym)
+        meta = norm.NormMeta.from_json(staged[0].header["norm"])
+        is_dt = meta.index_kind == "datetime"
+        if is_dt:
+            staged = sorted(staged, key=lambda s: (s.header["first"] is None, s.header["first"] or 0))
+        schema = staged[0].schema
+        for s in staged[1:]:
+            if s.schema != schema:
+                if not engine.options.dynamic_schema:
+                    raise SchemaException(
+                        f"staged data of {sym!r} has differing schemas ({schema} vs {s.schema}); "
+                        "stage frames with identical columns or use a dynamic-schema library"
+                    )
+                schema = pa.unify_schemas([schema, s.schema], promote_options="permissive")
+        if is_dt:
+            prev_last = None
+            for s in staged:
+                if s.header["first"] is None:
+                    continue
+                if prev_last is not None and s.header["first"] < prev_last:
+                    raise UnsortedDataException(
+                        f"E_UNSORTED_DATA: staged segments of {sym!r}: incomplete segment index values overlap; "
+                        "use sort_and_finalize_staged_data"
+                    )
+                prev_last = s.header["last"]
+        parts, cursor = [], 0
+        for s in staged:
+            lv = s.leaves
+            if len(lv):
+                lv = shifted(lv, cursor - int(lv["start_row"].min()), row_numbers_index=not is_dt)
+                cursor = int(lv["end_row"].max())
+            parts.append(lv)
+        self.new_leaves = np.concatenate(parts) if parts else np.zeros(0, dtype=ROW_DTYPE)
+        firsts = [s.header["first"] for s in staged if s.header["first"] is not None]
+        lasts = [s.header["last"] for s in staged if s.header["last"] is not None]
+        self.first = firsts[0] if firsts else None
+        self.last = lasts[-1] if lasts else None
+        self.sorted = "ASCENDING" if is_dt else "UNKNOWN"
+        self.meta, self.schema, self.is_dt = meta, schema, is_dt
+        self.append, self.metadata = append, metadata
+
+    def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
+        e, sym, meta, schema = self.engine, self.sym, self.meta, self.schema
+        index = e.index(sym, self.sink)
+        if not self.append or base is None:
+            return data_record("finalize", head, seq, index=index.build(self.new_leaves), meta=meta, schema=schema,
+                               first=self.first, last=self.last, sorted_=self.sorted, metadata=self.metadata)
+        if base.pickled:
+            raise InternalException(f"Cannot append to pickled data (symbol {sym!r})")
+        bmeta, bschema = meta_of(base), schema_of(base)
+        brows = base.index.rows if base.index else 0
+        try:
+            uschema = norm.common_schema(bmeta, bschema, meta, schema, dynamic=e.options.dynamic_schema,
+                                         stored_rows=brows) or bschema
+        except Exception as exc:
+            raise SchemaException(str(exc)) from exc
+        if self.is_dt and self.first is not None and base.last_index is not None and self.first < base.last_index:
+            raise AppendOrderException(
+                f"E_UNSORTED_DATA: staged data of {sym!r} starts before the last stored row; "
+                "use finalize in write mode or stage later data"
+            )
+        lv = shifted(self.new_leaves, brows, row_numbers_index=not self.is_dt)
+        return data_record(
+            "finalize", head, seq, index=index.append(base.index or EMPTY_ROOT, lv),
+            meta=merged_meta(bmeta, meta, uschema), schema=uschema,
+            first=base.first_index if base.first_index is not None else self.first,
+            last=self.last if self.last is not None else base.last_index,
+            sorted_=self.sorted if base.sorted == self.sorted else "UNSORTED", metadata=self.metadata,
+        )
+
+
+class Compact(Operation):
+    """The index of ``base`` with runs of small row groups replaced by rewritten segments
+    (``compacted``); rows appended since ``base`` are carried over. A symbol rewritten or
+    deleted meanwhile makes the compaction give up (``CommitConflictError``), never lose data."""
+
+    def __init__(self, engine: TableEngine, sym: str, *, base: VersionRecord, leaves: np.ndarray,
+                 compacted: np.ndarray) -> None:
+        super().__init__(engine, sym)
+        self.base, self.leaves, self.compacted = base, leaves, compacted
+        self.covered = int(leaves["end_row"].max()) if len(leaves) else 0
+
+    def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
+        sym = self.sym
+        index = self.engine.index(sym, self.sink)
+        if base is None:
+            raise CommitConflictError(f"symbol {sym!r} was deleted while compacting")
+        rows = self.compacted
+        if base.seq != self.base.seq:
+            cur = index.leaves(base.index or EMPTY_ROOT)
+            prefix = cur[cur["start_row"] < self.covered]
+            if len(prefix) != len(self.leaves) or not np.array_equal(prefix, self.leaves):
+                raise CommitConflictError(f"symbol {sym!r} was rewritten while compacting; run compact_data again")
+            rows = np.concatenate([rows, cur[cur["start_row"] >= self.covered]])
+        return base.with_(kind="compact", dead=head.dead if head else (), latest_live=seq, index=index.build(rows))

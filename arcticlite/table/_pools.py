@@ -34,6 +34,7 @@ class Pools:
     decode_threads: int = THREADS if (os.cpu_count() or 1) > 2 else 1
     _work: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
     _io: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
+    _batch: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self._work is None:
@@ -41,6 +42,8 @@ class Pools:
                 max_workers=max(4, self.threads * 2), thread_name_prefix="arcticlite-seg"))
         if self._io is None:
             object.__setattr__(self, "_io", ThreadPoolExecutor(max_workers=4, thread_name_prefix="arcticlite-io"))
+        if self._batch is None:
+            object.__setattr__(self, "_batch", ThreadPoolExecutor(max_workers=8, thread_name_prefix="arcticlite-batch"))
 
     @property
     def work(self) -> ThreadPoolExecutor:
@@ -51,6 +54,11 @@ class Pools:
     def io(self) -> ThreadPoolExecutor:
         """Storage requests: batched writes, read-ahead, ranged metadata reads."""
         return self._io
+
+    @property
+    def batch(self) -> ThreadPoolExecutor:
+        """Whole operations of a batch call (``write_batch``, ``read_batch``, ...), one per symbol."""
+        return self._batch
 
 
 _shared: Pools | None = None

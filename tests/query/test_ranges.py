@@ -8,6 +8,7 @@ import pytest
 from arcticlite import Arctic, Library, QueryBuilder, ReadRequest
 from arcticlite.exceptions import InternalException, SchemaException
 from arcticlite.query import plan_query
+from arcticlite.table import meta_of
 from tests.query.conftest import sample_frame
 
 
@@ -80,7 +81,7 @@ def test_index_pushdown_is_exact_and_narrows(lib: Library, df: pd.DataFrame) -> 
     q = q[(q["ts"] > T1) & (q["ts"] <= T2) & (q["i"] > 0)]
     check(lib, q, df[(df.index > T1) & (df.index <= T2) & (df.i > 0)])
     rec = lib._resolve("s", None)  # type: ignore[attr-defined]
-    meta = lib._meta_of(rec)  # type: ignore[attr-defined]
+    meta = meta_of(rec)
     plan = plan_query(q, meta, total_rows=53, row_range=None, index_range=None, sorted_index=True, columns=["f"])
     assert plan.index_range == (T1.value + 1, T2.value)
     assert set(plan.columns or []) == {"f", "ts", "i"}
@@ -150,7 +151,7 @@ def test_optimisation_hints_are_accepted(lib: Library, df: pd.DataFrame) -> None
 
 def test_plan_value_filters_for_page_skipping(lib: Library, df: pd.DataFrame) -> None:
     rec = lib._resolve("s", None)  # type: ignore[attr-defined]
-    meta = lib._meta_of(rec)  # type: ignore[attr-defined]
+    meta = meta_of(rec)
     q = QueryBuilder()
     q = q[(q["i"] > 3) & (q["s"] == "apple") & q["u"].isin([1, 2]) & (q["f"] != 0.5)]
     q = q[q["i"] <= 40].head(3)

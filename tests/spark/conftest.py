@@ -50,7 +50,7 @@ def spark() -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    paths = [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [REPO]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     from pyspark.sql import SparkSession
 

@@ -1,0 +1,114 @@
+"""Batch calls: per-item failures come back in place as ``DataError``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any, TypeVar
+
+from arcticlite.exceptions import (
+    ArcticDuplicateSymbolsInBatchException,
+    ArcticException,
+    ArcticUnsupportedDataTypeException,
+    InternalException,
+    MissingDataException,
+    NoDataFoundException,
+    NormalizationException,
+    SchemaException,
+    SortingException,
+    StorageException,
+    StreamDescriptorMismatch,
+    UserInputException,
+)
+from arcticlite.library._types import (
+    DataError,
+    ErrorCategory,
+    ErrorCode,
+    ReadRequest,
+    VersionRequestType,
+)
+
+T = TypeVar("T")
+
+_CATEGORIES: list[tuple[type[Exception], ErrorCode, ErrorCategory]] = [
+    (NoDataFoundException, ErrorCode.E_NO_SUCH_VERSION, ErrorCategory.MISSING_DATA),
+    (SortingException, ErrorCode.E_UNSORTED_DATA, ErrorCategory.SORTING),
+    (StreamDescriptorMismatch, ErrorCode.E_DESCRIPTOR_MISMATCH, ErrorCategory.SCHEMA),
+    (SchemaException, ErrorCode.E_DESCRIPTOR_MISMATCH, ErrorCategory.SCHEMA),
+    (NormalizationException, ErrorCode.E_INCOMPATIBLE_INDEX, ErrorCategory.NORMALIZATION),
+    (UserInputException, ErrorCode.E_INVALID_USER_ARGUMENT, ErrorCategory.USER_INPUT),
+    (MissingDataException, ErrorCode.E_NO_SYMBOL_DATA, ErrorCategory.MISSING_DATA),
+    (StorageException, ErrorCode.E_KEY_NOT_FOUND, ErrorCategory.STORAGE),
+    (InternalException, ErrorCode.E_ASSERTION_FAILURE, ErrorCategory.INTERNAL),
+]
+
+
+def _version_request(as_of: Any) -> tuple[VersionRequestType, Any]:
+    if as_of is None:
+        return VersionRequestType.LATEST, None
+    if isinstance(as_of, str):
+        return VersionRequestType.SNAPSHOT, as_of
+    if isinstance(as_of, int):
+        return VersionRequestType.SPECIFIC, as_of
+    return VersionRequestType.TIMESTAMP, as_of
+
+
+def to_data_error(symbol: str, exc: Exception, as_of: Any = None) -> DataError:
+    code, cat = ErrorCode.E_RUNTIME_ERROR, ErrorCategory.GENERIC
+    for cls, c, k in _CATEGORIES:
+        if isinstance(exc, cls):
+            code, cat = c, k
+            break
+    vtype, vdata = _version_request(as_of)
+    return DataError(symbol=symbol, version_request_type=vtype, version_request_data=vdata,
+                     error_code=code, error_category=cat, exception_string=str(exc))
+
+
+def is_normalizable(data: Any) -> bool:
+    """Whether ``data`` can be written as a table (else ``write_pickle`` is needed)."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    if isinstance(data, pd.DataFrame | pd.Series | np.ndarray | pa.Table | pa.RecordBatch):
+        return True
+    return type(data).__module__.startswith("polars") and type(data).__name__ == "DataFrame"
+
+
+def check_unique(symbols: list[str], what: str) -> None:
+    seen: set[str] = set()
+    dups = sorted({s for s in symbols if s in seen or seen.add(s)})  # type: ignore[func-returns-value]
+    if dups:
+        raise ArcticDuplicateSymbolsInBatchException(
+            f"{what}: symbols {dups} appear more than once in the batch; give each symbol once"
+        )
+
+
+def run_batch(pool: Executor, items: list[Any], fn: Callable[[Any], T], sym_of: Callable[[Any], str],
+              as_of_of: Callable[[Any], Any] = lambda _i: None) -> list[T | DataError]:
+    """``fn`` of every item, in the batch pool; an ``ArcticException`` comes back in place as a
+    ``DataError`` (other exceptions propagate)."""
+    def one(item: Any) -> T | DataError:
+        try:
+            return fn(item)
+        except ArcticException as exc:
+            return to_data_error(sym_of(item), exc, as_of_of(item))
+
+    if len(items) <= 1:
+        return [one(i) for i in items]
+    return list(pool.map(one, items))
+
+
+def check_payload_data(payloads: list[Any]) -> None:
+    """Refuse payloads whose data is not a table (``write_pickle_batch`` takes those)."""
+    for p in payloads:
+        if not is_normalizable(p.data):
+            raise ArcticUnsupportedDataTypeException(
+                f"symbol {p.symbol!r}: data of type {type(p.data).__name__} cannot be written as a "
+                "table; use write_pickle_batch"
+            )
+
+
+def read_requests(symbols: list[str | ReadRequest]) -> list[ReadRequest]:
+    """Symbols given as names or ``ReadRequest``s, as requests."""
+    return [s if isinstance(s, ReadRequest) else ReadRequest(symbol=s) for s in symbols]

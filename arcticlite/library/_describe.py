@@ -1,0 +1,121 @@
+"""What a version holds, without reading its data: ``get_description`` and the inspection
+frames (``inspect_versions`` / ``inspect_index`` / ``inspect_segments``, in the spirit of
+Databend's ``fuse_snapshot`` / ``fuse_segment`` / ``fuse_block``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from arcticlite import format as fermion
+from arcticlite.index import FLAG_OPEN_TAIL, hex_digests
+from arcticlite.library._types import NameWithDType, SymbolDescription
+from arcticlite.storage import KVStore
+from arcticlite.table import meta_of, schema_of
+from arcticlite.version import LibraryKeys, VersionRecord
+
+_TYPE_NAMES = {
+    pa.int8(): "INT8", pa.int16(): "INT16", pa.int32(): "INT32", pa.int64(): "INT64",
+    pa.uint8(): "UINT8", pa.uint16(): "UINT16", pa.uint32(): "UINT32", pa.uint64(): "UINT64",
+    pa.float32(): "FLOAT32", pa.float64(): "FLOAT64", pa.bool_(): "BOOL8",
+    pa.string(): "UTF_DYNAMIC64", pa.large_string(): "UTF_DYNAMIC64",
+    pa.binary(): "ASCII_DYNAMIC64", pa.large_binary(): "ASCII_DYNAMIC64",
+}
+
+
+def utc(ns: int) -> pd.Timestamp:
+    return pd.Timestamp(ns, unit="ns", tz="UTC")
+
+
+def type_name(t: pa.DataType) -> str:
+    """ArcticDB's name of a stored type (``FLOAT64``, ``NANOSECONDS_UTC64``, ...)."""
+    if t in _TYPE_NAMES:
+        return _TYPE_NAMES[t]
+    if pa.types.is_timestamp(t):
+        return "NANOSECONDS_UTC64"
+    return str(t).upper()
+
+
+def describe(rec: VersionRecord) -> SymbolDescription:
+    """Columns, index, row count, date range and sortedness of the data version ``rec``."""
+    when = utc(rec.created_ns)
+    nat = (np.datetime64("NaT"), np.datetime64("NaT"))
+    if rec.pickled:
+        return SymbolDescription(
+            columns=(NameWithDType("bytes", "UINT64"),), index=(), index_type="NA",
+            row_count=None, last_update_time=when, date_range=nat, sorted="UNKNOWN",
+        )
+    meta = meta_of(rec)
+    schema = schema_of(rec)
+    n_index = len(meta.index_columns)
+    cols = tuple(NameWithDType(u, type_name(schema.field(n_index + i).type)) for i, u in enumerate(meta.user_columns))
+    if meta.index_kind in ("range", "none"):
+        index: tuple[NameWithDType, ...] = (NameWithDType(meta.index_names[0] if meta.index_names else None, "INT64"),)
+        itype = "index"
+    else:
+        names = meta.index_names or tuple(meta.index_columns)
+        index = tuple(NameWithDType(n, type_name(schema.field(i).type)) for i, n in enumerate(names))
+        itype = "multi_index" if meta.index_kind == "multi" else "index"
+    if meta.kind in ("series", "ndarray"):
+        index, itype = (), "NA"
+    dr: tuple[Any, Any] = nat
+    if meta.index_kind == "datetime" and rec.first_index is not None and rec.sorted != "UNSORTED":
+        a, b = pd.Timestamp(rec.first_index, unit="ns"), pd.Timestamp(rec.last_index, unit="ns")
+        if meta.tz:
+            a, b = a.tz_localize("UTC").tz_convert(meta.tz), b.tz_localize("UTC").tz_convert(meta.tz)
+        dr = (a, b)
+    rows = rec.index.rows if rec.index is not None else 0
+    return SymbolDescription(columns=cols, index=index, index_type=itype, row_count=rows,
+                             last_update_time=when, date_range=dr, sorted=rec.sorted)
+
+
+def versions_frame(head: VersionRecord | None, history: list[VersionRecord]) -> pd.DataFrame:
+    """Every commit newest first: kind, live, rows, segments, created."""
+    return pd.DataFrame([{
+        "version": rec.seq,
+        "kind": rec.kind,
+        "live": head.is_live(rec.seq) if head is not None else False,
+        "rows": rec.index.rows if rec.index is not None else None,
+        "segments": rec.index.segments if rec.index is not None else None,
+        "index_height": rec.index.height if rec.index is not None else None,
+        "created": utc(rec.created_ns),
+    } for rec in history])
+
+
+def index_frame(keys: LibraryKeys, sym: str, leaves: np.ndarray) -> pd.DataFrame:
+    """One row per segment of a version's table index."""
+    df = pd.DataFrame({
+        "start_row": leaves["start_row"], "end_row": leaves["end_row"],
+        "start_col": leaves["start_col"], "end_col": leaves["end_col"],
+        "min_index": leaves["min_index"], "max_index": leaves["max_index"],
+        "seg_offset": leaves["seg_offset"], "seg_rows": leaves["seg_rows"],
+        "bytes": leaves["nbytes"],
+        "open_tail": (leaves["flags"] & FLAG_OPEN_TAIL) != 0,
+    })
+    df["key"] = [keys.tdata(sym, d) for d in hex_digests(leaves)]
+    return df
+
+
+def segments_frame(store: KVStore, index: pd.DataFrame) -> pd.DataFrame:
+    """Per segment of ``index`` (an :func:`index_frame`) and column: rows, pages, encodings,
+    compressed and raw bytes (reads segment metadata only)."""
+    rows = []
+    for key, nbytes in zip(index["key"], index["bytes"], strict=True):
+        reader = fermion.FermionReader(store.read(key))
+        try:
+            for name in reader.column_names:
+                pages = [p for p in reader.page_stats(name) if p["stream"] == "DATA"] or reader.page_stats(name)
+                rows.append({
+                    "key": key.rsplit("/", 1)[-1], "segment_bytes": int(nbytes), "column": name,
+                    "rows": reader.num_rows, "pages": len(pages),
+                    "encodings": ",".join(sorted({fermion.ENCODING_NAMES.get(int(p["encoding"]), str(p["encoding"]))
+                                                  for p in pages})),
+                    "compressed": sum(p["compressed"] for p in pages),
+                    "raw": sum(p["raw"] for p in pages),
+                })
+        finally:
+            reader.close()
+    return pd.DataFrame(rows)

@@ -1,0 +1,59 @@
+"""``as_of``: which version of a symbol a read names (ArcticDB's rules).
+
+An int is a version id (negative counts back from the highest data version id, deleted or
+not); a str is a snapshot name; anything else is a time (the latest live version created at
+or before it; naive means UTC). Version keys have deterministic names, so an id costs one
+lookup and a time a binary search, never a walk of the chain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from arcticlite.exceptions import ArcticException, NoSuchVersionException
+from arcticlite.normalize import as_of_to_ns
+from arcticlite.version import Snapshots, VersionEngine, VersionRecord
+
+
+def resolve(versions: VersionEngine, snapshots: Snapshots, sym: str, as_of: Any, *,
+            missing: type[Exception] = NoSuchVersionException) -> VersionRecord:
+    """The version record ``as_of`` designates (live, or held by a snapshot); raises
+    ``missing`` when there is none."""
+    if as_of is None:
+        rec = versions.latest_live(sym)
+        if rec is None:
+            raise missing(f"E_NO_SUCH_VERSION: version matching query 'latest' not found for symbol {sym!r}")
+        return rec
+    if isinstance(as_of, str):
+        snap = snapshots.read(as_of)
+        if sym not in snap["symbols"]:
+            raise missing(f"E_NO_SUCH_VERSION: symbol {sym!r} is not in snapshot {as_of!r}")
+        rec = versions.read_record(sym, int(snap["symbols"][sym]))
+        if rec is None:
+            raise missing(f"E_NO_SUCH_VERSION: snapshot {as_of!r} refers to a missing version of {sym!r}")
+        return rec
+    if isinstance(as_of, bool) or isinstance(as_of, float | np.floating):
+        raise ArcticException("Unexpected combination of read parameters: as_of must be int, str or datetime")
+    if isinstance(as_of, int | np.integer) and not isinstance(as_of, np.datetime64):
+        if isinstance(as_of, np.integer):
+            raise ArcticException("Unexpected combination of read parameters: as_of must be a Python int")
+        head = versions.head(sym)
+        seq = int(as_of)
+        if seq < 0:
+            # counted from the highest data version id, deleted or not (ArcticDB's rule);
+            # delete/prune commits take ids here but are not versions a user wrote
+            top = head
+            while top is not None and not top.is_data:
+                top = versions.read_record(sym, top.seq - 1) if top.seq > 0 else None
+            seq = (top.seq if top is not None else -1) + 1 + seq
+        try:
+            return versions.version(sym, seq, head)
+        except NoSuchVersionException as exc:
+            raise missing(str(exc)) from None
+    when = as_of_to_ns(as_of)
+    try:
+        return versions.version_at(sym, when)
+    except NoSuchVersionException as exc:
+        raise missing(str(exc)) from None

@@ -1,0 +1,102 @@
+"""Staged writes: segments written now, committed later by a finalize (the stage side of the
+scan / stage API).
+
+``stage`` writes a table's segments (under fresh names, like any segment) and one staged entry
+``stage/{sym}/{token}`` describing them: normalization metadata, schema, index bounds and the
+leaf rows. Nothing is visible to readers until :class:`~arcticlite.table._ops.Finalize`
+commits one version whose index points at the staged segments: no data is copied. Tokens
+start with the staging time, so listing order is staging order; the rest is random, so any
+number of processes (Spark tasks, their retried attempts) stage at once without collisions.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arcticlite import normalize as norm
+from arcticlite._envelope import KIND_STAGED, seal, unseal
+from arcticlite.index import ROW_DTYPE
+from arcticlite.table._ops import TableEngine, index_bounds
+from arcticlite.table._read import schema_bytes, schema_from
+from arcticlite.table._segments import read_segments, write_segments
+from arcticlite.version import unescape
+
+
+@dataclass(frozen=True, slots=True)
+class StagedEntry:
+    """One staged write: its key, header (``norm``, ``first``, ``last``, ``sorted``), schema and
+    the leaf rows of its segments (row numbers from 0)."""
+
+    key: str
+    header: dict[str, Any]
+    schema: pa.Schema
+    leaves: np.ndarray
+
+    @property
+    def meta(self) -> norm.NormMeta:
+        return norm.NormMeta.from_json(self.header["norm"])
+
+
+def stage(engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, sorted_: str) -> str:
+    """Write ``table`` as staged segments of ``sym``; returns the staged entry's key."""
+    leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
+                            is_datetime=meta.index_kind == "datetime", pools=engine.pools)
+    first, last = index_bounds(table, meta)
+    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_)
+
+
+def record(engine: TableEngine, sym: str, leaves: np.ndarray, meta: norm.NormMeta, schema: pa.Schema,
+           first: int | None, last: int | None, sorted_: str) -> str:
+    """Record already written segments as one staged entry; returns its key."""
+    token = f"{time.time_ns():020d}-{uuid.uuid4().hex[:16]}"
+    key = engine.keys.staged(sym, token)
+    sb = schema_bytes(schema)
+    header = {"norm": meta.to_json().decode(), "first": first, "last": last,
+              "sorted": sorted_, "schema_len": len(sb), "rows": len(leaves)}
+    engine.store.write(key, seal(KIND_STAGED, header, sb + leaves.tobytes()))
+    return key
+
+
+def entries(engine: TableEngine, sym: str, keys: list[str] | None = None) -> list[StagedEntry]:
+    """The staged entries ``keys`` of ``sym`` (all of them, in staging order, when None)."""
+    if keys is None:
+        keys = sorted(engine.store.list_keys(engine.keys.staged_prefix(sym)))
+    out = []
+    for k, raw in zip(keys, engine.store.read_many(keys), strict=True):
+        h, blob = unseal(raw, KIND_STAGED)
+        n = int(h["schema_len"])
+        out.append(StagedEntry(k, h, schema_from(bytes(blob[:n])),
+                               np.frombuffer(bytes(blob[n:]), dtype=ROW_DTYPE).copy()))
+    return out
+
+
+def staged_symbols(engine: TableEngine) -> list[str]:
+    """Symbols with staged entries."""
+    prefix = engine.keys.staged_prefix()
+    return sorted({unescape(k[len(prefix):].split("/", 1)[0]) for k in engine.store.list_keys(prefix)})
+
+
+def staged_keys(engine: TableEngine, sym: str) -> list[str]:
+    return list(engine.store.list_keys(engine.keys.staged_prefix(sym)))
+
+
+def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> StagedEntry:
+    """The rows of ``staged`` merged, sorted by index and rewritten as one (unrecorded) entry."""
+    meta = staged[0].meta
+    n_index = len(meta.index_columns)
+    tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
+                            e.schema.names[n_index:], None, pools=engine.pools) for e in staged]
+    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    if meta.index_columns:
+        table = table.sort_by([(meta.index_columns[0], "ascending")])
+    leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
+                            is_datetime=meta.index_kind == "datetime", pools=engine.pools)
+    first, last = index_bounds(table, meta)
+    header = {"norm": staged[0].header["norm"], "first": first, "last": last, "sorted": norm.sortedness(table, meta)}
+    return StagedEntry("", header, table.schema, leaves)

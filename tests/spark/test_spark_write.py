@@ -1,0 +1,146 @@
+"""Writes: overwrite / append, index column, interop with Library, failures, concurrency, S3."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark")
+
+import arcticlite as adb  # noqa: E402
+import spark_connector  # noqa: E402
+
+
+def _events(spark: Any, start: int, n: int, parts: int = 2) -> Any:
+    return (spark.range(start, start + n, numPartitions=parts)
+            .selectExpr("id", "timestamp_seconds(id * 60) AS ts", "cast(id % 7 AS int) AS g",
+                        "concat('s', cast(id % 5 AS string)) AS s", "id / 3.0d AS x"))
+
+
+def test_overwrite_append_and_index_column(spark: Any, lib: Any, reader: Any, writer: Any) -> None:
+    writer(_events(spark, 0, 1000)).option("index_column", "ts").mode("overwrite").save("ev")
+    writer(_events(spark, 1000, 500)).option("index_column", "ts").mode("append").save("ev")
+    df = lib.read("ev").data
+    assert len(df) == 1500 and df.index.name == "ts" and df.index.is_monotonic_increasing
+    assert list(df["id"]) == list(range(1500))
+    assert [v.version for v in lib.list_versions("ev")] == [1, 0] or len(lib.list_versions("ev")) == 2
+    back = reader().load("ev")
+    assert back.columns == ["ts", "id", "g", "s", "x"] and back.count() == 1500
+    writer(_events(spark, 0, 10)).option("index_column", "ts").mode("overwrite").save("ev")
+    assert len(lib.read("ev").data) == 10
+    assert reader().option("as_of", "1").load("ev").count() == 1500  # old versions stay readable
+
+
+def test_append_before_the_last_row_fails_cleanly(spark: Any, lib: Any, writer: Any) -> None:
+    writer(_events(spark, 100, 100)).option("index_column", "ts").mode("overwrite").save("o")
+    with pytest.raises(Exception, match="E_UNSORTED_DATA|before the last"):
+        writer(_events(spark, 0, 10)).option("index_column", "ts").mode("append").save("o")
+    assert len(lib.list_versions("o")) == 1 and lib.get_staged_symbols() == []
+
+
+def test_interleaved_partitions_are_sorted_on_commit(spark: Any, lib: Any, writer: Any) -> None:
+    df = _events(spark, 0, 2000).repartition(3, "g")  # every partition spans the whole range
+    writer(df).option("index_column", "ts").option("stage_rows", "300").mode("overwrite").save("il")
+    out = lib.read("il").data
+    assert len(out) == 2000 and out.index.is_monotonic_increasing and list(out["id"]) == list(range(2000))
+
+
+def test_range_index_keeps_partition_order(spark: Any, lib: Any, writer: Any) -> None:
+    writer(_events(spark, 0, 3000, parts=3)).mode("overwrite").save("ri")
+    out = lib.read("ri").data
+    assert isinstance(out.index, pd.RangeIndex) and list(out["id"]) == list(range(3000))
+
+
+def test_library_write_read_by_spark_and_back(spark: Any, lib: Any, reader: Any, writer: Any) -> None:
+    frame = pd.DataFrame({"px": np.linspace(1, 2, 300), "q": np.arange(300, dtype="int32"), "sym": ["A", "B", "C"] * 100},
+                         index=pd.date_range("2024-03-01", periods=300, freq="s", tz="UTC", name="time"))
+    lib.write("lw", frame)
+    sdf = reader().load("lw")
+    assert sdf.count() == 300
+    writer(sdf).option("index_column", "time").mode("overwrite").save("sw")
+    pd.testing.assert_frame_equal(lib.read("sw").data, frame, check_freq=False)
+
+
+def test_failed_task_leaves_no_version_and_no_staged_data(spark: Any, lib: Any, writer: Any) -> None:
+    writer(_events(spark, 0, 100)).option("index_column", "ts").mode("overwrite").save("f")
+    from pyspark.sql import functions as F
+
+    bad = _events(spark, 100, 4000, parts=4).withColumn(
+        "id", F.expr("CASE WHEN id = 3900 THEN CAST(raise_error('injected failure') AS BIGINT) ELSE id END"))
+    with pytest.raises(Exception, match="injected failure"):
+        writer(bad).option("index_column", "ts").option("stage_rows", "500").mode("append").save("f")
+    assert len(lib.list_versions("f")) == 1 and len(lib.read("f").data) == 100
+    assert lib.get_staged_symbols() == []
+    report = lib.gc(grace_period=0)  # what the failed job wrote is unreachable and goes now
+    assert report.deleted >= 1
+    assert lib.gc(grace_period=0).unreachable == 0
+    assert len(lib.read("f").data) == 100
+
+
+def test_concurrent_appends_both_land(spark: Any, lib: Any, writer: Any) -> None:
+    writer(_events(spark, 0, 100)).mode("overwrite").save("c")
+    errors: list[BaseException] = []
+
+    def append(start: int) -> None:
+        # a new thread has no active session in the JVM: Spark would not find the data source
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        try:
+            writer(_events(spark, start, 500)).mode("append").save("c")
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    from pyspark import InheritableThread  # carries the active session into the thread
+
+    threads = [InheritableThread(target=append, args=(s,)) for s in (1000, 2000)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, [str(e)[:2000] for e in errors]
+    ids = sorted(lib.read("c").data["id"])
+    assert ids == list(range(100)) + list(range(1000, 1500)) + list(range(2000, 2500))
+    assert len(lib.list_versions("c")) == 3 and lib.get_staged_symbols() == []
+
+
+def test_errorifexists_and_ignore(spark: Any, lib: Any, writer: Any, lmdb_uri: str) -> None:
+    def lib_uri(_: Any) -> str:
+        return lmdb_uri
+
+    df = _events(spark, 0, 10)
+    spark_connector.save(df, "m", mode="errorifexists", uri=lib_uri(lib), library="lib")
+    with pytest.raises(Exception, match="already exists"):
+        spark_connector.save(df, "m", mode="errorifexists", uri=lib_uri(lib), library="lib")
+    spark_connector.save(_events(spark, 0, 99), "m", mode="ignore", uri=lib_uri(lib), library="lib")
+    assert len(lib.read("m").data) == 10 and len(lib.list_versions("m")) == 1
+    with pytest.raises(Exception, match="already exists"):
+        writer(df).option("if_exists", "error").mode("append").save("m")
+    spark_connector.save(_events(spark, 0, 20), "m", mode="overwrite", uri=lib_uri(lib), library="lib")
+    spark_connector.save(_events(spark, 20, 5), "m", mode="append", uri=lib_uri(lib), library="lib")
+    assert len(lib.read("m").data) == 25
+
+
+def test_compact_helper(spark: Any, lib: Any, lmdb_uri: str, reader: Any, writer: Any) -> None:
+    for i in range(6):  # 6 small row groups
+        writer(_events(spark, 10 * i, 10, parts=1)).option("index_column", "ts") \
+            .mode("overwrite" if i == 0 else "append").save("frag")
+    before = lib.compact_data_explain_plan("frag", 100)
+    assert before.runs
+    spark_connector.compact(spark, lmdb_uri, "lib", "frag", rows_per_segment=100)
+    after = lib.compact_data_explain_plan("frag", 100)
+    assert not after.runs and after.segments_before < before.segments_before
+    assert sorted(r["id"] for r in reader().load("frag").collect()) == list(range(60))
+
+
+def test_s3_round_trip(spark: Any, s3_uri: str) -> None:
+    lib = adb.Arctic(s3_uri).get_library("lib", create_if_missing=True,
+                                         library_options=adb.LibraryOptions(rows_per_segment=200))
+    df = _events(spark, 0, 1000)
+    df.write.format("arcticlite").option("uri", s3_uri).option("library", "lib").option("index_column", "ts") \
+        .mode("overwrite").save("s3sym")
+    assert len(lib.read("s3sym").data) == 1000
+    back = spark.read.format("arcticlite").option("uri", s3_uri).option("library", "lib") \
+        .option("date_range", "1970-01-01 01:00:00,1970-01-01 01:59:59").load("s3sym")
+    assert sorted(r["id"] for r in back.collect()) == list(range(60, 120))
