@@ -19,6 +19,7 @@ A :class:`ReadPlan` is a plain value: it pickles, and the tasks of a scan are sl
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -117,6 +118,8 @@ class ReadPlan:
         The stored schema (index columns first, storage names).
     columns : tuple of str
         Stored names of the data columns fetched, in storage order.
+    positions : tuple of int
+        Their positions among the data columns.
     row_range : tuple of int or None
         Absolute half-open rows fetched.
     index_range : tuple of int or None
@@ -140,6 +143,7 @@ class ReadPlan:
     meta: norm.NormMeta
     schema: pa.Schema
     columns: tuple[str, ...]
+    positions: tuple[int, ...]
     row_range: tuple[int, int] | None
     index_range: tuple[int, int] | None
     leaves: np.ndarray
@@ -179,7 +183,6 @@ def plan_read(
     n_index = len(meta.index_columns)
     root = rec.index or EMPTY_ROOT
     total = root.rows
-    wanted = list(schema.names[n_index:]) if columns is None else meta.user_to_stored(list(columns))
     rr = iloc_range(row_range, total) if row_range is not None else None
     ir: tuple[int, int] | None = None
     if date_range is not None:
@@ -193,10 +196,6 @@ def plan_read(
         query = plan_query(query_builder, meta, total_rows=total, row_range=rr, index_range=ir,
                            sorted_index=rec.sorted in ("ASCENDING", "UNKNOWN"), columns=columns)
         rr, ir = query.row_range, query.index_range
-        if query.columns is not None:
-            wanted = meta.user_to_stored(list(query.columns))
-        else:
-            wanted = list(schema.names[n_index:])
     if rr is not None and rr[0] >= rr[1]:
         leaves = np.zeros(0, dtype=ROW_DTYPE)
     else:
@@ -204,13 +203,25 @@ def plan_read(
     considered = len(leaves)
     if query is not None and query.value_filters and prune_by_statistics:
         leaves = prune_by_stats(store, keys, sym, leaves, schema, n_index, query.value_filters, pools=pools)
+    n_data = len(schema) - n_index
     if dynamic:
-        leaves = widen_dynamic_leaves(leaves, len(schema.names) - n_index)
-    pos = wanted_positions(schema, n_index, wanted)
-    leaves = with_columns(leaves, pos)
+        leaves = widen_dynamic_leaves(leaves, n_data)
+    chosen = columns if query is None else query.columns
+    if chosen is None:  # every column: no name lookups
+        pos: Sequence[int] = range(n_data)
+        stored = tuple(schema.names[n_index:])
+    else:
+        pos = wanted_positions(schema, n_index, meta.user_to_stored(list(chosen)))
+        if 8 * len(pos) < len(schema):  # a few columns of a wide schema: no list of every name
+            stored = tuple(schema.field(n_index + p).name for p in pos)
+        else:
+            names = schema.names
+            stored = tuple(names[n_index + p] for p in pos)
+    if len(pos) < n_data:
+        leaves = with_columns(leaves, pos)
     return ReadPlan(
         symbol=sym, version=rec.seq, meta=meta, schema=schema,
-        columns=tuple(schema.names[n_index + p] for p in pos), row_range=rr, index_range=ir,
+        columns=stored, positions=tuple(pos), row_range=rr, index_range=ir,
         leaves=leaves, query=query, dynamic=dynamic, sorted=rec.sorted or "UNKNOWN",
         total_rows=total, segments_considered=considered,
     )
@@ -247,8 +258,8 @@ def read_pandas(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
             return None
     elif meta.index_kind not in ("range", "none") or n_index:
         return None
-    wanted_pos = wanted_positions(schema, n_index, plan.columns)
-    data_names = [schema.field(n_index + p).name for p in wanted_pos]
+    wanted_pos = list(plan.positions)
+    data_names = list(plan.columns)
     labels, hints = meta.describe(data_names)
     if any(hints):
         return None
