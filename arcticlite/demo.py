@@ -85,8 +85,21 @@ def main(argv: list[str] | None = None) -> int:
     for k in keys:
         kinds[k.split("/")[1]] = kinds.get(k.split("/")[1], 0) + 1
     print(f"stored  {len(keys)} keys: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    _spark_read(uri)
     print("demo done")
     return 0
+
+
+def _spark_read(uri: str) -> None:
+    """The demo's last step: the same symbol through Spark, when pyspark is installed."""
+    try:
+        from spark_connector.demo import read_demo
+    except ImportError:
+        print("spark   skipped: pyspark is not installed (pip install 'arcticlite[spark]'; needs Java 17)")
+        return
+    rows = read_demo(uri, "quotes", "AAPL")
+    if rows is not None:
+        print(f"spark   read AAPL through spark.read.format('arcticlite'): {rows:,} rows")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,11 +35,12 @@ from pyspark.sql.types import StructType
 
 import arcticlite as adb
 from arcticlite.exceptions import AppendOrderException, UnsortedDataException, UserInputException
-
 from spark_connector import types as ty
 
 FORMAT = "arcticlite"
 DEFAULT_STAGE_ROWS = 1_000_000
+#: how long ``abort`` keeps sweeping staged entries that killed tasks may still be writing
+ABORT_SETTLE_SECONDS = 3.0
 
 _libs: dict[tuple[int, str, str], Any] = {}
 _libs_lock = threading.Lock()
@@ -234,9 +236,16 @@ def query_of(pushed: list[Pushed]) -> Any:
                 e = c < v
         elif p.op == "in":
             e = c.isin(list(v))
+        elif p.op == "==":
+            e = c == v
+        elif p.op == ">":
+            e = c > v
+        elif p.op == ">=":
+            e = c >= v
+        elif p.op == "<":
+            e = c < v
         else:
-            e = {"==": lambda: c == v, ">": lambda: c > v, ">=": lambda: c >= v,
-                 "<": lambda: c < v, "<=": lambda: c <= v}[p.op]()
+            e = c <= v
         expr = e if expr is None else (expr & e)
     return q[expr]
 
@@ -458,7 +467,15 @@ class ArcticLiteWriter(DataSourceArrowWriter):
         if results:
             lib.delete_staged_data(results)
         if any(not isinstance(m, StagedMessage) for m in messages) or not messages:
+            # A killed task's Python worker may still be staging while abort runs: sweep, then
+            # sweep again until the symbol has stayed clean for a while (best effort; what is
+            # staged later is unreachable data that gc() removes once the entry is deleted).
+            deadline = time.monotonic() + ABORT_SETTLE_SECONDS
             lib.delete_staged_data(self.opts.symbol)
+            while time.monotonic() < deadline:
+                time.sleep(0.25)
+                if self.opts.symbol in lib.get_staged_symbols():
+                    lib.delete_staged_data(self.opts.symbol)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from pyspark.sql import types as T
 
 #: Spark's Arrow conversion of a schema (internal to PySpark; its signature changed in 4.1).
+_spark_to_arrow_schema: Any
 try:  # pragma: no cover - depends on the installed pyspark
     from pyspark.sql.pandas.types import to_arrow_schema as _spark_to_arrow_schema
 except ImportError:  # pragma: no cover
