@@ -11,6 +11,7 @@ encodings), collect garbage, and convert between Fermion and Parquet::
     arcticlite read       lmdb://./data prices AAPL [--as-of 3] [--rows 10]
     arcticlite gc         lmdb://./data prices [--grace 3600] [--dry-run]
     arcticlite fermion    {from-parquet,to-parquet,inspect} ...
+    arcticlite import-arcticdb lmdb://./arcticdb_store lmdb://./data [--library prices]
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("library")
     g.add_argument("--grace", type=float, default=3600.0, help="seconds (default 3600)")
     g.add_argument("--dry-run", action="store_true")
+    m = sub.add_parser("import-arcticdb", help="copy an ArcticDB store into an arcticlite store (needs arcticdb)")
+    m.add_argument("source", help="the ArcticDB store's URI, e.g. lmdb:///data/old")
+    m.add_argument("target", help="the arcticlite store's URI, e.g. lmdb:///data/new")
+    m.add_argument("--library", action="append", help="a library to copy (repeatable; default: all)")
+    m.add_argument("--all-versions", action="store_true", help="every live version, not only the latest")
     sub.add_parser("fermion", help="Fermion tools (from-parquet, to-parquet, inspect)", add_help=False)
     return p
 
@@ -70,6 +76,16 @@ def main(argv: list[str] | None = None) -> int:
 
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 20)
+    if args.command == "import-arcticdb":
+        from arcticlite.migrate import import_arcticdb
+
+        try:
+            done = import_arcticdb(args.source, args.target, args.library, all_versions=args.all_versions)
+        except ArcticException as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"copied {sum(done.values())} versions of {len(done)} libraries")
+        return 0
     try:
         ac = adb.Arctic(args.uri)
         if args.command == "libraries":

@@ -34,6 +34,7 @@ TOP_LEVEL = [
     "QueryBuilder",
     "ReadInfoRequest",
     "ReadRequest",
+    "RuntimeOptions",
     "Size",
     "StageResult",
     "StagedDataFinalizeMethod",

@@ -18,10 +18,29 @@ from arcticlite.library._options import (
     LibraryOptions,
     ModifiableLibraryOption,
 )
+from arcticlite.library._types import string_format_name
 from arcticlite.storage import KVStore
 from arcticlite.version import REGISTRY_PREFIX, LibraryKeys, registry_key, unescape
 
 MAX_LIBRARY_NAME = 255
+
+
+def _refuse_arcticdb_store(uri: Any) -> None:
+    """A folder ArcticDB wrote (one LMDB environment per library, and ``_arctic_cfg``) would
+    look empty to arcticlite: say what it is and how to move it instead."""
+    import os
+
+    from arcticlite.storage import LmdbUri, parse_uri
+
+    parsed = parse_uri(uri) if isinstance(uri, str) else None
+    if isinstance(parsed, LmdbUri) and os.path.isfile(os.path.join(parsed.path, "_arctic_cfg", "data.mdb")) \
+            and not os.path.exists(os.path.join(parsed.path, "data.mdb")):
+        raise UserInputException(
+            f"{parsed.path!r} holds a store written by ArcticDB, whose format arcticlite does not read. "
+            "Copy it into an arcticlite store through an installed arcticdb: "
+            f"arcticlite import-arcticdb {uri} lmdb://<new folder> "
+            "(or arcticlite.migrate.import_arcticdb); see docs/compatibility.md"
+        )
 
 
 def _check_library_name(name: Any) -> str:
@@ -58,8 +77,11 @@ class Arctic:
         from arcticlite.storage import open_store
 
         self._uri = uri
+        if store is None:
+            _refuse_arcticdb_store(uri)
         self._store = store if store is not None else open_store(uri)
         self._output_format = output_format
+        self._string_format = string_format_name(arrow_string_format_default)
         self._encoding_version = encoding_version
         self._libs: dict[str, Library] = {}
         # an endpoint that ignores If-None-Match cannot serve the commit protocol (DESIGN §2)
@@ -69,8 +91,10 @@ class Arctic:
         return f"Arctic(config={self._store!r})"
 
     def get_uri(self) -> str:
-        """The URI this connection was made with, unchanged."""
-        return self._uri
+        """The URI this connection was made with (S3 credentials given in it masked)."""
+        from arcticlite.storage import redact
+
+        return redact(self._uri)
 
     # -- libraries -----------------------------------------------------------------------------------
     def _load_options(self, name: str) -> LibraryOptions | None:
@@ -80,11 +104,13 @@ class Arctic:
         header, _ = unseal(raw, KIND_CONFIG)
         return LibraryOptions.from_json(header["options"])
 
-    def _open(self, name: str, options: LibraryOptions, output_format: Any = None) -> Library:
+    def _open(self, name: str, options: LibraryOptions, output_format: Any = None,
+              arrow_string_format_default: Any = None) -> Library:
         lib = Library(self._store, name, options, arctic=self)
         lib._engine.conditional_ok = self._conditional_ok
         if output_format is not None:
             lib._output_format = output_format
+        lib._string_format = string_format_name(arrow_string_format_default)
         return lib
 
     def create_library(self, name: str, library_options: LibraryOptions | None = None,
@@ -98,7 +124,7 @@ class Arctic:
         if not self._store.write_if_absent(registry_key(name), seal(KIND_REGISTRY, {"name": name})):
             raise ValueError(f"Library [{name}] already exists.")
         stored = self._load_options(name) or options
-        return self._open(name, stored, output_format)
+        return self._open(name, stored, output_format, arrow_string_format_default)
 
     def get_library(self, name: str, create_if_missing: bool = False,
                     library_options: LibraryOptions | None = None, output_format: Any = None,
@@ -113,7 +139,8 @@ class Arctic:
             if not create_if_missing:
                 raise LibraryNotFound(f"Library [{name}] does not exist; create it with create_library()")
             try:
-                return self.create_library(name, library_options, output_format=output_format)
+                return self.create_library(name, library_options, output_format=output_format,
+                                           arrow_string_format_default=arrow_string_format_default)
             except ValueError:
                 pass  # created concurrently
         stored = self._load_options(name) or LibraryOptions()
@@ -121,7 +148,7 @@ class Arctic:
             raise MismatchingLibraryOptions(
                 f"Library [{name}] exists with options {stored!r}, not {library_options!r}"
             )
-        return self._open(name, stored, output_format)
+        return self._open(name, stored, output_format, arrow_string_format_default)
 
     def __getitem__(self, name: str) -> Library:
         return self.get_library(name)

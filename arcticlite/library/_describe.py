@@ -73,9 +73,11 @@ def describe(rec: VersionRecord) -> SymbolDescription:
 
 
 def versions_frame(head: VersionRecord | None, history: list[VersionRecord]) -> pd.DataFrame:
-    """Every commit newest first: kind, live, rows, segments, created."""
+    """Every commit newest first: version id (none for a delete), commit sequence, kind, live,
+    rows, segments, created."""
     return pd.DataFrame([{
-        "version": rec.seq,
+        "version": rec.vid if rec.is_data else None,
+        "commit": rec.seq,
         "kind": rec.kind,
         "live": head.is_live(rec.seq) if head is not None else False,
         "rows": rec.index.rows if rec.index is not None else None,

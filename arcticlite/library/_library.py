@@ -49,6 +49,7 @@ from arcticlite.library._types import (
     VersionInfo,
     WriteMetadataPayload,
     WritePayload,
+    string_format_name,
 )
 from arcticlite.normalize import to_ns_bound
 from arcticlite.query import QueryBuilder
@@ -57,6 +58,7 @@ from arcticlite.table import (
     DEFAULT_GRACE_SECONDS,
     FRAGMENTED_SEGMENT_COUNT,
     Append,
+    CompactionJob,
     CompactionPlan,
     Finalize,
     GcReport,
@@ -72,6 +74,8 @@ from arcticlite.table import (
     check_scannable,
     cleanup,
     collect_garbage,
+    commit_op,
+    compaction_tasks,
     merge_sorted,
     plan_compaction,
     rewrite_compaction,
@@ -122,6 +126,7 @@ class Library:
         self._engine.journal = self._journal
         self._engine.journal_intent = self._journal_intent
         self._output_format: Any = None
+        self._string_format: str | None = None  # ArrowOutputStringFormat name, library default
 
     # -- identity and options -----------------------------------------------------------------
     @property
@@ -205,7 +210,7 @@ class Library:
         cleanup(self._table, self._engine, self._snapshots, sym, killed)
 
     def _item(self, sym: str, rec: VersionRecord, data: Any = None) -> VersionedItem:
-        return VersionedItem(symbol=sym, library=self._name, data=data, version=rec.seq,
+        return VersionedItem(symbol=sym, library=self._name, data=data, version=rec.vid,
                              metadata=rec.user_metadata(), host=repr(self._store), timestamp=rec.created_ns)
 
     def _resolve(self, sym: str, as_of: Any, *, missing: type[Exception] = NoSuchVersionException) -> VersionRecord:
@@ -352,14 +357,26 @@ class Library:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, date_range=date_range,  # type: ignore[return-value]
                                                    row_range=row_range, columns=columns,
                                                    query_builder=query_builder, output_format=output_format))
+        strings = self._strings(arrow_string_format_default, arrow_string_format_per_column)
         rec = self._resolve(sym, as_of)
         data = self._read_data(sym, rec, date_range=date_range, row_range=row_range, columns=columns,
-                               output_format=output_format, query_builder=query_builder)
+                               output_format=output_format, query_builder=query_builder, strings=strings)
         return self._item(sym, rec, data)
+
+    def _strings(self, default: Any, per_column: Any) -> tuple[str, dict[str, str] | None]:
+        """The Arrow string formats of a read: per column, then the read's default, the
+        library's, the ``Arctic``'s (``ArrowOutputStringFormat``; large strings when unset)."""
+        name = (string_format_name(default) or self._string_format
+                or getattr(self._arctic, "_string_format", None) or "UNSPECIFIED")
+        if per_column is not None and not isinstance(per_column, dict):
+            raise UserInputException("arrow_string_format_per_column must be a dict of column name -> format")
+        cols = None if per_column is None else {str(k): string_format_name(v) or name for k, v in per_column.items()}
+        return name, cols
 
     def _read_data(self, sym: str, rec: VersionRecord, *, date_range: Any = None,
                    row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,
-                   output_format: Any = None, query_builder: Any = None) -> Any:
+                   output_format: Any = None, query_builder: Any = None,
+                   strings: tuple[str, dict[str, str] | None] = ("UNSPECIFIED", None)) -> Any:
         """Version ``rec`` through the engine's read pipeline (pickled data: unpickled)."""
         if rec.pickled:
             if query_builder is not None:
@@ -373,7 +390,7 @@ class Library:
             return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
         plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
                                 columns=columns, query_builder=query_builder)
-        return self._table.read(plan, self._output(output_format))
+        return self._table.read(plan, self._output(output_format), strings=strings)
 
     def scan(self, symbol: str, as_of: Any = None, date_range: tuple[Any, Any] | None = None,
              row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,
@@ -426,12 +443,12 @@ class Library:
         rec = self._resolve(sym, as_of)
         if rec.pickled:
             raise UserInputException(
-                f"symbol {sym!r} version {rec.seq} holds pickled data, which has no columns to scan; use read()")
+                f"symbol {sym!r} version {rec.vid} holds pickled data, which has no columns to scan; use read()")
         read = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
                                 columns=columns, query_builder=query_builder)
         check_scannable(read)
-        uri = self._arctic.get_uri() if self._arctic is not None else "mem://"
-        return ScanPlan(uri=uri, library=self._name, symbol=sym, version=rec.seq, schema=scan_schema(read),
+        uri = self._arctic._uri if self._arctic is not None else "mem://"  # with its credentials, for workers
+        return ScanPlan(uri=uri, library=self._name, symbol=sym, version=rec.vid, schema=scan_schema(read),
                         read=read, _store=self._store)
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
@@ -474,7 +491,20 @@ class Library:
             self._resolve(sym, as_of)
             return True
         except NoDataFoundException:
+            return as_of is not None and self._held_by_snapshot(sym, as_of)
+
+    def _held_by_snapshot(self, sym: str, as_of: Any) -> bool:
+        """Whether a deleted version that ``as_of`` (an id or a time) names is still held by a
+        snapshot (ArcticDB's ``has_symbol`` counts it)."""
+        head = self._engine.head(sym)
+        held = {v for (s, v) in self._snapshots.by_version(sym)}
+        if head is None or not held:
             return False
+        if isinstance(as_of, int):
+            vid = as_of if as_of >= 0 else head.top + 1 + as_of
+            return head.seq_of(vid) in held
+        when = norm.as_of_to_ns(as_of)
+        return any(r is not None and r.created_ns <= when for r in map(lambda v: self._engine.read_record(sym, v), held))
 
     def get_description(self, symbol: str, as_of: Any = None) -> SymbolDescription:
         """Columns, index, row count, date range and sortedness of a version (no data read)."""
@@ -504,8 +534,11 @@ class Library:
         """Delete every version but the latest (versions in snapshots keep their data)."""
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
-        if head is None or head.latest_live is None:
+        if head is None:
             raise StorageException(f"E_SYMBOL_NOT_FOUND: symbol {sym!r} not found")
+        if head.latest_live is None:
+            raise InternalException(f"E_ASSERTION_FAILURE: Failed to find latest index of symbol {sym!r}: "
+                                    "every version was deleted")
         if not chain.older_live(head):
             return
         killed: set[int] = set()
@@ -517,11 +550,14 @@ class Library:
 
     # -- staged writes --------------------------------------------------------------------------
     def stage(self, symbol: str, data: Any, validate_index: bool = True, sort_on_index: bool = False,
-              sort_columns: list[str] | None = None, index_column: Any = False) -> StageResult:
+              sort_columns: list[str] | None = None, index_column: Any = False, *,
+              job: str | None = None) -> StageResult:
         """Write ``data`` as staged segments of ``symbol``, invisible until finalized.
 
         Any number of processes may stage the same symbol at once (docs/scan.md); the
-        returned ``StageResult`` pickles, for a finalize elsewhere.
+        returned ``StageResult`` pickles, for a finalize elsewhere. ``job`` (letters, digits,
+        ``_``, ``.``) tags the staged keys, so that ``delete_staged_data(symbol, job=...)`` can
+        abort every entry of one job, also those of a worker that died before reporting.
         """
         sym = check_symbol(symbol)
         table, meta = self._normalize(data, index_column)
@@ -532,21 +568,22 @@ class Library:
                 table = table.sort_by(keys)
         elif validate_index:
             self._check_sorted(table, meta, "stage")
-        key = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta))
+        key = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta), job)
         return StageResult(symbol=sym, staged_keys=(key,))
 
     def get_staged_symbols(self) -> list[str]:
         """Symbols with staged data waiting for a finalize."""
         return staged_symbols(self._table)
 
-    def delete_staged_data(self, symbol: str | StageResult | list[StageResult]) -> None:
-        """Forget staged data (its segments are left to ``gc``)."""
+    def delete_staged_data(self, symbol: str | StageResult | list[StageResult], *, job: str | None = None) -> None:
+        """Forget staged data: of ``symbol`` (of its ``job`` only, when given), or exactly the
+        given ``StageResult`` s. Its segments become unreachable and ``gc`` removes them."""
         if isinstance(symbol, StageResult):
             keys = list(symbol.staged_keys)
         elif isinstance(symbol, list):
             keys = [k for r in symbol for k in r.staged_keys]
         else:
-            keys = staged_keys(self._table, check_symbol(symbol))
+            keys = staged_keys(self._table, check_symbol(symbol), job)
         self._store.delete(keys)
 
     def finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
@@ -595,7 +632,8 @@ class Library:
     def compact_data_explain_plan(self, symbol: str, rows_per_segment: int | None = None) -> CompactionPlan:
         """What :meth:`compact_data` would rewrite, without writing anything."""
         sym = check_symbol(symbol)
-        return plan_compaction(self._table, self._engine.latest_live(sym), sym, rows_per_segment)[0]
+        head = self._engine.head(sym)
+        return plan_compaction(self._table, head, self._engine.live_from_head(sym, head), sym, rows_per_segment)[0]
 
     def is_symbol_fragmented(self, symbol: str, segment_size: int | None = None) -> bool:
         """Whether compaction would remove at least 100 segments (ArcticDB's rule)."""
@@ -618,12 +656,42 @@ class Library:
         kept (the compaction rebases onto them); a concurrent rewrite makes it give up cleanly.
         """
         sym = check_symbol(symbol)
-        base = self._engine.latest_live(sym)
-        plan, leaves = plan_compaction(self._table, base, sym, rows_per_segment)
+        head = self._engine.head(sym)
+        base = self._engine.live_from_head(sym, head)
+        plan, leaves = plan_compaction(self._table, head, base, sym, rows_per_segment)
         assert base is not None
         if not plan.runs:
             return self._item(sym, base)
         op = rewrite_compaction(self._table, sym, base, plan, leaves)
+        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+
+    def compact_data_tasks(self, symbol: str, rows_per_segment: int | None = None) -> CompactionJob:
+        """Plan :meth:`compact_data` for parallel execution (the Spark connector's
+        maintenance helper): one picklable task per run of small or oversized row slices, each
+        runnable in any process from the library's URI (``task.execute()`` returns its new
+        leaf rows); then :meth:`commit_compaction` commits them as one version."""
+        sym = check_symbol(symbol)
+        head = self._engine.head(sym)
+        base = self._engine.live_from_head(sym, head)
+        plan, leaves = plan_compaction(self._table, head, base, sym, rows_per_segment)
+        assert base is not None
+        uri = self._arctic._uri if self._arctic is not None else "mem://"
+        return CompactionJob(sym, plan, compaction_tasks(self._table, uri, self._name, sym, base, plan, leaves),
+                             base.seq)
+
+    def commit_compaction(self, job: CompactionJob, results: list[Any],
+                          prune_previous_versions: bool | None = None) -> VersionedItem:
+        """Commit the results of ``job``'s tasks (in task order) as one new version, rebased on
+        rows appended meanwhile (copy-on-write; a symbol rewritten meanwhile makes it give up
+        with ``CommitConflictError``). A job with no tasks returns the version it planned."""
+        sym = job.symbol
+        base = self._engine.read_record(sym, job.base_seq)
+        if base is None or not base.is_data:
+            raise NoSuchVersionException(f"E_NO_SUCH_VERSION: the version compaction planned for {sym!r} is gone")
+        if not job.tasks:
+            return self._item(sym, base)
+        leaves = self._table.index(sym).leaves(base.index or EMPTY_ROOT)
+        op = commit_op(self._table, sym, base, job.plan, leaves, list(results))
         return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
     def gc(self, grace_period: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
@@ -675,7 +743,7 @@ class Library:
                     continue
                 rec = self._engine.read_record(s, int(v))
                 if rec is not None:
-                    out[SymbolVersion(s, rec.seq)] = VersionInfo(describe.utc(rec.created_ns), False, [snapshot])
+                    out[SymbolVersion(s, rec.vid)] = VersionInfo(describe.utc(rec.created_ns), False, [snapshot])
             return out
         snaps = {} if skip_snapshots else self._snapshots.by_version(symbol)
         if symbol is not None:
@@ -692,10 +760,10 @@ class Library:
                     continue
                 live = head.is_live(rec.seq)
                 held = snaps.get((s, rec.seq), [])
-                if not live and not held:
-                    continue
-                out[SymbolVersion(s, rec.seq)] = VersionInfo(describe.utc(rec.created_ns), not live, held)
-                if latest_only and live:
+                if not live and (latest_only or not held):
+                    continue  # latest_only: the latest live version alone
+                out[SymbolVersion(s, rec.vid)] = VersionInfo(describe.utc(rec.created_ns), not live, held)
+                if latest_only:
                     break
         return out
 
@@ -722,10 +790,11 @@ class Library:
                 missing = []
                 for s, v in versions.items():
                     head = self._engine.head(s)
-                    if head is None or not head.is_live(int(v)):
+                    seq = head.seq_of(int(v)) if head is not None else None
+                    if head is None or seq is None or not head.is_live(seq):
                         missing.append((s, v))
                     else:
-                        chosen[s] = int(v)
+                        chosen[s] = seq  # snapshots hold commit sequences
                 if missing:
                     raise NoSuchVersionException(f"Specified symbol-version pairs do not exist: {missing}")
             else:
@@ -866,6 +935,23 @@ class Library:
                          for r in batch.read_requests(symbols)], join)
         joined.clauses = list(rest)
         return joined.collect()
+
+    @staticmethod
+    def parse_list_of_symbols(symbols: list[str | ReadInfoRequest]) -> tuple[list[str], list[Any]]:
+        """Names and ``as_of`` values of ``symbols`` (names or ``ReadInfoRequest`` s)."""
+        names: list[str] = []
+        as_ofs: list[Any] = []
+        for s in symbols:
+            if isinstance(s, str):
+                names.append(s)
+                as_ofs.append(None)
+            elif isinstance(s, ReadInfoRequest):
+                names.append(s.symbol)
+                as_ofs.append(s.as_of)
+            else:
+                raise ArcticInvalidApiUsageException(
+                    f"Unsupported item in the symbols argument s=[{s}] type(s)=[{type(s)}]: give str or ReadInfoRequest")
+        return names, as_ofs
 
     def read_metadata_batch(self, symbols: list[str | ReadInfoRequest]) -> list[VersionedItem | DataError]:
         """Metadata of many symbols."""

@@ -1,6 +1,6 @@
 """``as_of``: which version of a symbol a read names (ArcticDB's rules).
 
-An int is a version id (negative counts back from the highest data version id, deleted or
+An int is a version id (negative counts back from the highest id ever written, deleted or
 not); a str is a snapshot name; anything else is a time (the latest live version created at
 or before it; naive means UTC). Version keys have deterministic names, so an id costs one
 lookup and a time a binary search, never a walk of the chain.
@@ -40,16 +40,11 @@ def resolve(versions: VersionEngine, snapshots: Snapshots, sym: str, as_of: Any,
         if isinstance(as_of, np.integer):
             raise ArcticException("Unexpected combination of read parameters: as_of must be a Python int")
         head = versions.head(sym)
-        seq = int(as_of)
-        if seq < 0:
-            # counted from the highest data version id, deleted or not (ArcticDB's rule);
-            # delete/prune commits take ids here but are not versions a user wrote
-            top = head
-            while top is not None and not top.is_data:
-                top = versions.read_record(sym, top.seq - 1) if top.seq > 0 else None
-            seq = (top.seq if top is not None else -1) + 1 + seq
+        vid = int(as_of)
+        if vid < 0 and head is not None:
+            vid = head.top + 1 + vid  # counted back from the highest id ever written (ArcticDB's rule)
         try:
-            return versions.version(sym, seq, head)
+            return versions.by_id(sym, vid, head, asked=int(as_of))
         except NoSuchVersionException as exc:
             raise missing(str(exc)) from None
     when = as_of_to_ns(as_of)

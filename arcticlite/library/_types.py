@@ -182,12 +182,40 @@ class DataError:
 
 
 class ArrowOutputStringFormat(enum.Enum):
-    """How strings come back in Arrow/polars output (accepted for compatibility)."""
+    """The Arrow type of string columns in Arrow and polars output (ArcticDB's names):
+    ``LARGE_STRING`` (``UNSPECIFIED``, the default), ``SMALL_STRING``, or dictionary-encoded
+    (``CATEGORICAL`` / ``DICTIONARY_ENCODED``: a polars ``Categorical``)."""
 
-    UNSPECIFIED = "unspecified"
-    LARGE_STRING = "large_string"
-    SMALL_STRING = "small_string"
-    CATEGORICAL = "categorical"
+    UNSPECIFIED = "UNSPECIFIED"
+    CATEGORICAL = "CATEGORICAL"
+    DICTIONARY_ENCODED = "DICTIONARY_ENCODED"
+    LARGE_STRING = "LARGE_STRING"
+    SMALL_STRING = "SMALL_STRING"
+
+
+def string_format_name(value: Any) -> str | None:
+    """The ``ArrowOutputStringFormat`` name ``value`` designates (an enum member, its name, or
+    the Arrow type ``pa.large_string()`` / ``pa.string()`` / a dictionary of strings); None for
+    None. Anything else raises ``ValueError`` naming it, as ArcticDB does."""
+    if value is None:
+        return None
+    if isinstance(value, ArrowOutputStringFormat):
+        return value.name
+    if isinstance(value, str) and value.upper() in ArrowOutputStringFormat.__members__:
+        return value.upper()
+    try:
+        import pyarrow as pa
+
+        if isinstance(value, pa.DataType):
+            if pa.types.is_large_string(value):
+                return "LARGE_STRING"
+            if pa.types.is_string(value):
+                return "SMALL_STRING"
+            if pa.types.is_dictionary(value):
+                return "DICTIONARY_ENCODED"
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        pass
+    raise ValueError(f"Unknown ArrowOutputStringFormat: {value}")
 
 
 class KeyType(enum.Enum):
@@ -214,3 +242,38 @@ class StageResult:
 
     symbol: str
     staged_keys: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def staged_segments(self) -> list[str]:
+        """The staged entries this result holds, one per ``stage`` call (ArcticDB's name; its
+        entries are per segment, arcticlite's per call: each lists its segments)."""
+        return list(self.staged_keys)
+
+
+class RuntimeOptions:
+    """Options of reads that can change at run time (ArcticDB's ``RuntimeOptions``): the output
+    format (``"pandas"``, ``"pyarrow"``, ``"polars"``) and the default Arrow string format.
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> opts = adb.RuntimeOptions(output_format="pyarrow")
+    >>> opts.set_output_format("pandas")
+    >>> opts.output_format
+    'pandas'
+    """
+
+    def __init__(self, *, output_format: Any = "pandas",
+                 arrow_string_format_default: Any = ArrowOutputStringFormat.UNSPECIFIED) -> None:
+        self.output_format = output_format
+        self.arrow_string_format_default = arrow_string_format_default
+
+    def set_output_format(self, output_format: Any) -> None:
+        self.output_format = output_format
+
+    def set_arrow_string_format_default(self, arrow_string_format_default: Any) -> None:
+        self.arrow_string_format_default = arrow_string_format_default
+
+    def __repr__(self) -> str:
+        return (f"RuntimeOptions(output_format={self.output_format!r}, "
+                f"arrow_string_format_default={self.arrow_string_format_default!r})")

@@ -8,6 +8,7 @@ everything pandas-specific lives here. Depends only on :mod:`arcticlite.exceptio
 
 from arcticlite.normalize._columns import arrow_to_pandas
 from arcticlite.normalize._frames import (
+    STRING_FORMATS,
     OutputFormat,
     arrow_columns,
     column_labels,
@@ -15,6 +16,7 @@ from arcticlite.normalize._frames import (
     denormalize,
     index_from_table,
     normalize,
+    with_string_format,
 )
 from arcticlite.normalize._meta import FORMAT_VERSION, NormMeta
 from arcticlite.normalize._schema import common_meta, common_schema, sortedness
@@ -22,6 +24,7 @@ from arcticlite.normalize._time import as_of_to_ns, to_ns_bound
 
 __all__ = [
     "FORMAT_VERSION",
+    "STRING_FORMATS",
     "NormMeta",
     "OutputFormat",
     "arrow_columns",
@@ -36,4 +39,5 @@ __all__ = [
     "normalize",
     "sortedness",
     "to_ns_bound",
+    "with_string_format",
 ]

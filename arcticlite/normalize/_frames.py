@@ -537,6 +537,47 @@ def _pandas_metadata(table: pa.Table, meta: NormMeta) -> bytes | None:
         return None  # metadata is a convenience; the table itself is complete
 
 
+#: Arrow types of string columns in Arrow / polars output, by ArcticDB's ``ArrowOutputStringFormat``
+#: name (``UNSPECIFIED``: large strings, as ArcticDB gives them).
+STRING_FORMATS = {
+    "UNSPECIFIED": pa.large_string(),
+    "LARGE_STRING": pa.large_string(),
+    "SMALL_STRING": pa.string(),
+    "CATEGORICAL": pa.dictionary(pa.int32(), pa.large_string()),
+    "DICTIONARY_ENCODED": pa.dictionary(pa.int32(), pa.large_string()),
+}
+
+
+def _is_text(typ: pa.DataType) -> bool:
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ)
+
+
+def with_string_format(table: pa.Table, default: str = "UNSPECIFIED",
+                       per_column: dict[str, str] | None = None, *, keep_written: bool = False) -> pa.Table:
+    """String columns of ``table`` in the Arrow type their format names (:data:`STRING_FORMATS`):
+    ``per_column`` (by column name) first, then ``default``. ``UNSPECIFIED`` leaves dictionary
+    (categorical) columns as they are, and with ``keep_written`` (data written as Arrow or
+    polars) every string column keeps the type it was written with."""
+    for i, field in enumerate(table.schema):
+        if not _is_text(field.type):
+            continue
+        fmt = (per_column or {}).get(field.name, default)
+        if fmt == "UNSPECIFIED" and (keep_written or pa.types.is_dictionary(field.type)):
+            continue
+        target = STRING_FORMATS[fmt]
+        if field.type != target:
+            col = table.column(i)
+            if pa.types.is_dictionary(target) and not pa.types.is_dictionary(field.type):
+                col = col.cast(target.value_type).dictionary_encode()
+                col = col.cast(target)
+            else:
+                col = col.cast(target)
+            table = table.set_column(i, field.with_type(target), col)
+    return table
+
+
 def _to_polars(table: pa.Table) -> Any:
     try:
         import polars as pl
@@ -644,6 +685,8 @@ def denormalize(
     *,
     output_format: str | OutputFormat = OutputFormat.PANDAS,
     row_offset: int = 0,
+    string_format: str = "UNSPECIFIED",
+    string_formats: dict[str, str] | None = None,
 ) -> Any:
     """Rebuild the user's object from a stored table (or a column subset / row slice of it).
 
@@ -660,6 +703,9 @@ def denormalize(
         give a DataFrame) with dtypes, index, names, tz and column labels restored.
         ``"pyarrow"``: a ``pyarrow.Table`` with the index as a leading column (none for a
         RangeIndex). ``"polars"``: a polars DataFrame (needs the ``polars`` extra).
+    string_format, string_formats : str, dict
+        Arrow / polars output: the Arrow type of string columns (ArcticDB's
+        ``ArrowOutputStringFormat`` names, :data:`STRING_FORMATS`), by default and per column.
     row_offset : int, default 0
         Offset of the slice in the stored rows. Unused for now: as in ArcticDB, a RangeIndex
         slice is re-numbered from the stored start.
@@ -675,11 +721,13 @@ def denormalize(
     """
     fmt = OutputFormat(output_format)
     if fmt is OutputFormat.PYARROW:
-        out = _to_arrow(table, meta)
+        out = with_string_format(_to_arrow(table, meta), string_format, string_formats,
+                                 keep_written=meta.kind in ("arrow", "polars"))
         pandas_md = _pandas_metadata(table, meta)
         return out if pandas_md is None else out.replace_schema_metadata({b"pandas": pandas_md})
     if fmt is OutputFormat.POLARS:
-        return _to_polars(_to_arrow(table, meta, unique=True))
+        return _to_polars(with_string_format(_to_arrow(table, meta, unique=True), string_format, string_formats,
+                                             keep_written=meta.kind in ("arrow", "polars")))
     del row_offset  # reserved; see docstring
     nrows = table.num_rows
     _, data_names = _split(table, meta)

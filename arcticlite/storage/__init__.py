@@ -18,6 +18,7 @@ from arcticlite.storage._uri import (
     StoreUri,
     parse_size,
     parse_uri,
+    redact,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "open_store",
     "parse_size",
     "parse_uri",
+    "redact",
 ]

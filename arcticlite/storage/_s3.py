@@ -101,6 +101,8 @@ class S3Store(KVStore):
         Per-call retry budget and backoff (default: 8 attempts, 50 ms doubling to 2 s).
     max_workers : int, default 16
         Threads of the pool that serves :meth:`read_many` / :meth:`write_many`.
+    credentials : (str, str), optional
+        Access key and secret (from a URI's ``access=`` / ``secret=``); default: boto3's chain.
 
     Notes
     -----
@@ -125,6 +127,7 @@ class S3Store(KVStore):
         max_workers: int = 16,
         connect_timeout: float = 10.0,
         read_timeout: float = 60.0,
+        credentials: tuple[str, str] | None = None,
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
@@ -137,6 +140,7 @@ class S3Store(KVStore):
         self._profile = profile
         self._verify = verify
         self._timeouts = (connect_timeout, read_timeout)
+        self._credentials = credentials  # never in repr or messages
         self._injected = client
         self._client: Any = client
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -156,6 +160,7 @@ class S3Store(KVStore):
             addressing_style="virtual" if uri.use_virtual_addressing else "path",
             profile=uri.aws_profile,
             verify=uri.ca_cert_path,
+            credentials=(uri.access, uri.secret) if uri.access and uri.secret else None,
             **kwargs,
         )
 
@@ -200,6 +205,8 @@ class S3Store(KVStore):
                     kwargs["region_name"] = self.region
                 if self._verify is not None:
                     kwargs["verify"] = self._verify
+                if self._credentials is not None:
+                    kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = self._credentials
                 self._client = session.client("s3", **kwargs)
             return self._client
 

@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl
 
 from arcticlite.exceptions import LmdbOptionsError, StorageUriError
 
-__all__ = ["LmdbUri", "MemoryUri", "S3Uri", "StoreUri", "parse_uri"]
+__all__ = ["LmdbUri", "MemoryUri", "S3Uri", "StoreUri", "parse_uri", "redact"]
 
 _S3_RE = re.compile(
     r"s3(?P<secure>s)?://(?P<endpoint>[^:]*):(?P<bucket>[-_a-zA-Z0-9.]+)(?P<query>\?.*)?"
@@ -42,6 +42,8 @@ _S3_KEYS = frozenset(
         "aws_auth",
         "aws_profile",
         "CA_cert_path",
+        "access",
+        "secret",
     }
 )
 
@@ -80,12 +82,15 @@ class LmdbUri:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class S3Uri:
-    """``s3://<endpoint>:<bucket>[?…]`` / ``s3s://…`` (ArcticDB's form). Holds no secrets.
+    """``s3://<endpoint>:<bucket>[?…]`` / ``s3s://…`` (ArcticDB's form).
+
+    Credentials given in the URI (``access=…&secret=…``, as ArcticDB takes them) are kept out
+    of ``repr``, of :attr:`uri` and of every message; without them boto3's default chain is used.
 
     Attributes
     ----------
     uri : str
-        The URI as given.
+        The URI as given, ``access`` / ``secret`` values masked.
     endpoint : str
         Host name (``""`` means AWS's default endpoint for the region).
     bucket : str
@@ -116,6 +121,8 @@ class S3Uri:
     https: bool = False
     aws_profile: str | None = None
     ca_cert_path: str | None = None
+    access: str | None = dataclasses.field(default=None, repr=False)
+    secret: str | None = dataclasses.field(default=None, repr=False)
 
     @property
     def endpoint_url(self) -> str | None:
@@ -190,13 +197,13 @@ def _parse_lmdb(uri: str) -> LmdbUri:
     return LmdbUri(uri=uri, path=os.path.abspath(os.path.expanduser(path)), map_size=map_size)
 
 
-def _redact(uri: str) -> str:
+def redact(uri: str) -> str:
     """The URI with any ``access`` / ``secret`` value masked, for error messages."""
     return _SECRET_RE.sub(lambda m: m.group(1) + "=***", uri)
 
 
 def _parse_s3(given: str) -> S3Uri:
-    uri = _redact(given)  # only ever shown in messages
+    uri = redact(given)  # only ever shown in messages
     m = _S3_RE.fullmatch(given)
     if m is None:
         raise StorageUriError(
@@ -204,15 +211,11 @@ def _parse_s3(given: str) -> S3Uri:
             "(ArcticDB's form, e.g. s3://s3.eu-west-2.amazonaws.com:my-bucket?aws_auth=true)"
         )
     params = _query(uri, (m.group("query") or "")[1:], StorageUriError)
-    uri = given
-    for secret in ("access", "secret"):
-        if secret in params:
-            raise StorageUriError(
-                f"Invalid URI specified: the {secret!r} parameter is not accepted. arcticlite "
-                "never takes credentials from a URI: they come from the environment / boto3's "
-                "default chain (AWS_ACCESS_KEY_ID, ~/.aws, instance roles), or inject a "
-                "boto3 client into S3Store."
-            )
+    if ("access" in params) != ("secret" in params):
+        raise StorageUriError(
+            f"Invalid URI specified {uri!r}: give both access= and secret= (or neither, to use "
+            "boto3's default chain: AWS_ACCESS_KEY_ID, ~/.aws, instance roles)"
+        )
     unknown = sorted(set(params) - _S3_KEYS)
     if unknown:
         raise StorageUriError(
@@ -254,6 +257,8 @@ def _parse_s3(given: str) -> S3Uri:
         https=https,
         aws_profile=params.get("aws_profile") or None,
         ca_cert_path=params.get("CA_cert_path") or None,
+        access=params.get("access") or None,
+        secret=params.get("secret") or None,
     )
 
 

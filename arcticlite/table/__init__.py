@@ -8,7 +8,15 @@ into the next one under one rebase loop (:meth:`TableEngine.apply`). :class:`Sca
 Spark connector builds. Knows Arrow tables and normalization metadata, not the ArcticDB API.
 """
 
-from arcticlite.table._compact import FRAGMENTED_SEGMENT_COUNT, CompactionPlan, plan_compaction
+from arcticlite.table._compact import (
+    FRAGMENTED_SEGMENT_COUNT,
+    CompactionJob,
+    CompactionPlan,
+    CompactionTask,
+    commit_op,
+    compaction_tasks,
+    plan_compaction,
+)
 from arcticlite.table._compact import rewrite as rewrite_compaction
 from arcticlite.table._engine import TableEngine, TableOptions
 from arcticlite.table._gc import DEFAULT_GRACE_SECONDS, GcReport, cleanup
@@ -60,7 +68,9 @@ __all__ = [
     "TAIL_BYTES",
     "Append",
     "Compact",
+    "CompactionJob",
     "CompactionPlan",
+    "CompactionTask",
     "Finalize",
     "GcReport",
     "Layout",
@@ -81,6 +91,8 @@ __all__ = [
     "col_slices",
     "collect_garbage",
     "combine_sorted",
+    "commit_op",
+    "compaction_tasks",
     "data_record",
     "iloc_range",
     "index_bounds",

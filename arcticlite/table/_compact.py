@@ -11,16 +11,22 @@ kept: the operation rebases onto them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
-from arcticlite.exceptions import InternalException
+from arcticlite import normalize as norm
+from arcticlite.exceptions import InternalException, StorageException, UserInputException
 from arcticlite.index import EMPTY_ROOT
+from arcticlite.storage import KVStore
 from arcticlite.table._ops import Compact, TableEngine
+from arcticlite.table._pools import Pools, shared
 from arcticlite.table._read import meta_of, schema_of, widen_dynamic_leaves
+from arcticlite.table._scan import store_for
 from arcticlite.table._segments import Layout, read_segments, write_segments
-from arcticlite.version import VersionRecord
+from arcticlite.version import LibraryKeys, VersionRecord
 
 #: ``is_symbol_fragmented`` is true when compaction would remove at least this many segments
 FRAGMENTED_SEGMENT_COUNT = 100
@@ -28,7 +34,24 @@ FRAGMENTED_SEGMENT_COUNT = 100
 
 @dataclass(frozen=True, slots=True)
 class CompactionPlan:
-    """What ``compact_data`` would do: row ranges to rewrite and the segment counts."""
+    """What ``compact_data`` would do (ArcticDB's ``CompactDataInfo``, plus the runs).
+
+    Attributes
+    ----------
+    will_do_work : bool
+        Whether compaction would rewrite anything (else it returns the current version).
+    version_id_before, version_id_after : int
+        The version compacted, and the version compaction would create (the same when it
+        would do nothing).
+    row_slices_before, row_slices_after : list of int
+        Row boundaries of the row slices (row groups) before and after: ``[0, 10, 20]`` is two
+        slices of ten rows.
+    num_row_slices_before, num_row_slices_after : int
+    runs : tuple of (int, int)
+        The half-open row ranges that would be rewritten.
+    segments_before, segments_after : int
+        Segments (row slices x column slices) before and after.
+    """
 
     symbol: str
     version: int
@@ -36,10 +59,35 @@ class CompactionPlan:
     segments_before: int
     segments_after: int
     runs: tuple[tuple[int, int], ...]  # half-open row ranges to rewrite
+    version_id_after: int = -1
+    row_slices_before: list[int] = field(default_factory=list)
+    row_slices_after: list[int] = field(default_factory=list)
 
     @property
     def rows_to_rewrite(self) -> int:
         return sum(b - a for a, b in self.runs)
+
+    @property
+    def will_do_work(self) -> bool:
+        return bool(self.runs)
+
+    @property
+    def version_id_before(self) -> int:
+        return self.version
+
+    @property
+    def num_row_slices_before(self) -> int:
+        return max(0, len(self.row_slices_before) - 1)
+
+    @property
+    def num_row_slices_after(self) -> int:
+        return max(0, len(self.row_slices_after) - 1)
+
+    def __repr__(self) -> str:
+        flag = "true" if self.will_do_work else "false"
+        return (f"CompactDataInfo(will_do_work={flag}, version_id_before={self.version_id_before}, "
+                f"version_id_after={self.version_id_after}, num_row_slices_before={self.num_row_slices_before}, "
+                f"num_row_slices_after={self.num_row_slices_after})")
 
 
 def row_groups(leaves: np.ndarray) -> list[tuple[int, int, int]]:
@@ -51,12 +99,19 @@ def row_groups(leaves: np.ndarray) -> list[tuple[int, int, int]]:
     return [(int(s), int(e), int(c)) for s, e, c in zip(starts, ends, counts, strict=True)]
 
 
-def plan_runs(groups: list[tuple[int, int, int]], target: int) -> list[tuple[int, int]]:
-    """Runs of consecutive small row groups to merge into ``target``-row segments.
+def slice_bounds(a: int, b: int, target: int) -> list[int]:
+    """Row boundaries of the slices rows ``[a, b)`` are rewritten into (ArcticDB's rule): as many
+    slices as ``(b - a) / target`` rounds to, halves down (at least one), of equal size, the
+    last taking the remainder: 7 rows at 4 per slice give 3 + 4; 10 give 5 + 5."""
+    n = max(1, math.ceil((b - a) / target - 0.5))
+    size = (b - a) // n
+    return [a + k * size for k in range(n)] + [b]
 
-    A group of at least half the target is left alone; consecutive smaller groups are merged
-    while the run stays at most ``target`` rows. Runs of a single group are not rewritten.
-    """
+
+def plan_runs(groups: list[tuple[int, int, int]], target: int) -> list[tuple[int, int]]:
+    """Row ranges to rewrite: runs of consecutive small row groups merged while the run stays at
+    most ``target`` rows (runs of one group are left alone), and row groups so large that they
+    split into several slices (:func:`slice_bounds`)."""
     runs: list[tuple[int, int]] = []
     cur: list[tuple[int, int, int]] = []
 
@@ -67,6 +122,11 @@ def plan_runs(groups: list[tuple[int, int, int]], target: int) -> list[tuple[int
 
     for g in groups:
         rows = g[1] - g[0]
+        if rows > target:
+            flush()
+            if len(slice_bounds(g[0], g[1], target)) > 2:
+                runs.append((g[0], g[1]))
+            continue
         if rows >= target // 2:
             flush()
             continue
@@ -77,12 +137,20 @@ def plan_runs(groups: list[tuple[int, int, int]], target: int) -> list[tuple[int
     return runs
 
 
-def plan_compaction(engine: TableEngine, rec: VersionRecord | None, sym: str,
+def _bounds_after(groups: list[tuple[int, int, int]], runs: list[tuple[int, int]], target: int) -> list[int]:
+    bounds = {g[0] for g in groups} | ({groups[-1][1]} if groups else set())
+    for a, b in runs:
+        bounds = {x for x in bounds if not a < x < b} | set(slice_bounds(a, b, target))
+    return sorted(bounds)
+
+
+def plan_compaction(engine: TableEngine, head: VersionRecord | None, rec: VersionRecord | None, sym: str,
                     rows_per_segment: int | None) -> tuple[CompactionPlan, np.ndarray]:
-    """The compaction plan of version ``rec`` of ``sym`` and its leaf rows."""
-    if rec is None:
-        raise InternalException(f"No latest undeleted version found for symbol {sym!r}")
-    if rec.pickled:
+    """The compaction plan of version ``rec`` (the latest live one of ``head``) of ``sym``,
+    and its leaf rows."""
+    if head is None or rec is None:
+        raise StorageException(f"E_SYMBOL_NOT_FOUND: Cannot compact data of non-existent symbol {sym!r}")
+    if rec.pickled and rec.index is not None:
         raise InternalException(f"Cannot compact pickled data (symbol {sym!r})")
     target = int(rows_per_segment or engine.options.rows_per_segment)
     leaves = engine.index(sym).leaves(rec.index or EMPTY_ROOT)
@@ -93,30 +161,99 @@ def plan_compaction(engine: TableEngine, rec: VersionRecord | None, sym: str,
     for a, b in runs:
         in_run = [s for s in per_group if a <= s < b]
         removed += sum(per_group[s] for s in in_run)
-        added += max(per_group[s] for s in in_run) * -(-(b - a) // target)
-    return CompactionPlan(sym, rec.seq, target, len(leaves), len(leaves) - removed + added, tuple(runs)), leaves
+        added += max(per_group[s] for s in in_run) * (len(slice_bounds(a, b, target)) - 1)
+    before = sorted({g[0] for g in groups} | ({groups[-1][1]} if groups else set()))
+    plan = CompactionPlan(sym, rec.vid, target, len(leaves), len(leaves) - removed + added, tuple(runs),
+                          version_id_after=head.top + 1 if runs else rec.vid,
+                          row_slices_before=before, row_slices_after=_bounds_after(groups, runs, target))
+    return plan, leaves
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionTask:
+    """The rewrite of one run of a compaction plan: picklable, runs in any process that can
+    reach the store from the library's URI (a Spark executor); returns the new leaf rows."""
+
+    uri: str
+    library: str
+    symbol: str
+    run: tuple[int, int]
+    rows_per_segment: int
+    leaves: np.ndarray  # the run's leaf rows
+    schema: pa.Schema
+    meta: str  # normalization JSON
+    columns_per_segment: int
+    dynamic: bool
+
+    def execute(self, store: KVStore | None = None) -> np.ndarray:
+        """Read the run, write it again as its new row slices; return their leaf rows (written
+        segments are unreachable until the plan's commit references them)."""
+        st = store if store is not None else store_for(self.uri)
+        return rewrite_run(st, LibraryKeys(self.library), self.symbol, self, shared())
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionJob:
+    """A compaction planned for parallel execution: run every task anywhere (``task.execute()``),
+    then commit their results once (``Library.commit_compaction``)."""
+
+    symbol: str
+    plan: CompactionPlan
+    tasks: list[CompactionTask]
+    base_seq: int  # commit sequence of the version compacted
+
+
+def compaction_tasks(engine: TableEngine, uri: str, library: str, sym: str, base: VersionRecord,
+                     plan: CompactionPlan, leaves: np.ndarray) -> list[CompactionTask]:
+    """One task per run of ``plan``."""
+    meta = meta_of(base)
+    layout = engine.layout(meta)
+    out = []
+    for a, b in plan.runs:
+        mask = (leaves["start_row"] >= a) & (leaves["end_row"] <= b)
+        out.append(CompactionTask(uri, library, sym, (a, b), plan.rows_per_segment, leaves[mask], schema_of(base),
+                                  base.norm or "", layout.columns_per_segment, engine.options.dynamic_schema))
+    return out
+
+
+def rewrite_run(store: KVStore, keys: LibraryKeys, sym: str, task: CompactionTask, pools: Pools) -> np.ndarray:
+    """The leaf rows of ``task``'s run rewritten as its new row slices (:func:`slice_bounds`)."""
+    meta = norm.NormMeta.from_json(task.meta)
+    schema = task.schema
+    n_index = len(meta.index_columns)
+    a, b = task.run
+    run_leaves = task.leaves
+    if task.dynamic:
+        run_leaves = widen_dynamic_leaves(run_leaves, len(schema.names) - n_index)
+    table = read_segments(store, keys, sym, run_leaves, schema, n_index, schema.names[n_index:], (a, b),
+                          dynamic=task.dynamic, pools=pools)
+    bounds = slice_bounds(a, b, task.rows_per_segment)
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        one = Layout(n_index, hi - lo, task.columns_per_segment)  # one row slice
+        parts.append(write_segments(store, keys, sym, table.slice(lo - a, hi - lo), one, start_row=lo,
+                                    is_datetime=meta.index_kind == "datetime", pools=pools))
+    return np.concatenate(parts)
+
+
+def commit_op(engine: TableEngine, sym: str, base: VersionRecord, plan: CompactionPlan, leaves: np.ndarray,
+              rewritten: list[np.ndarray]) -> Compact:
+    """The operation committing ``rewritten`` (the tasks' results, in plan order)."""
+    if len(rewritten) != len(plan.runs):
+        raise UserInputException(f"a compaction of {len(plan.runs)} runs got {len(rewritten)} results")
+    in_run = np.zeros(len(leaves), dtype=bool)
+    for (a, b), rows in zip(plan.runs, rewritten, strict=True):
+        if len(rows) and (int(rows["start_row"].min()) != a or int(rows["end_row"].max()) != b):
+            raise UserInputException(f"a compaction result does not cover its run [{a}, {b})")
+        in_run |= (leaves["start_row"] >= a) & (leaves["end_row"] <= b)
+    compacted = np.concatenate([leaves[~in_run], *rewritten])
+    compacted = compacted[np.lexsort((compacted["start_col"], compacted["start_row"]))]
+    return Compact(engine, sym, base=base, leaves=leaves, compacted=compacted)
 
 
 def rewrite(engine: TableEngine, sym: str, base: VersionRecord, plan: CompactionPlan,
             leaves: np.ndarray) -> Compact:
-    """Rewrite the plan's runs as full segments; the operation that commits them."""
-    meta, schema = meta_of(base), schema_of(base)
-    n_index = len(meta.index_columns)
-    dynamic = engine.options.dynamic_schema
-    layout = engine.layout(meta)
-    layout = Layout(layout.n_index, plan.rows_per_segment, layout.columns_per_segment)
-    rewritten = []
-    in_run = np.zeros(len(leaves), dtype=bool)
-    for a, b in plan.runs:
-        mask = (leaves["start_row"] >= a) & (leaves["end_row"] <= b)
-        in_run |= mask
-        run_leaves = leaves[mask]
-        if dynamic:
-            run_leaves = widen_dynamic_leaves(run_leaves, len(schema.names) - n_index)
-        table = read_segments(engine.store, engine.keys, sym, run_leaves, schema, n_index,
-                              schema.names[n_index:], (a, b), dynamic=dynamic, pools=engine.pools)
-        rewritten.append(write_segments(engine.store, engine.keys, sym, table, layout, start_row=a,
-                                        is_datetime=meta.index_kind == "datetime", pools=engine.pools))
-    compacted = np.concatenate([leaves[~in_run], *rewritten])
-    compacted = compacted[np.lexsort((compacted["start_col"], compacted["start_row"]))]
-    return Compact(engine, sym, base=base, leaves=leaves, compacted=compacted)
+    """Rewrite the plan's runs here; the operation that commits them."""
+    tasks = compaction_tasks(engine, "", "", sym, base, plan, leaves)
+    return commit_op(engine, sym, base, plan, leaves,
+                     [rewrite_run(engine.store, engine.keys, sym, t, engine.pools) for t in tasks])

@@ -120,8 +120,10 @@ class TableEngine:
         """Execute ``plan`` into a stored-layout Arrow table (query applied) and its meta."""
         return read_arrow(self.store, self.keys, plan, pools=self.pools)
 
-    def read(self, plan: ReadPlan, output_format: Any = "pandas") -> Any:
-        """Execute ``plan`` and rebuild the user's object in ``output_format``."""
+    def read(self, plan: ReadPlan, output_format: Any = "pandas",
+             strings: tuple[str, dict[str, str] | None] = ("UNSPECIFIED", None)) -> Any:
+        """Execute ``plan`` and rebuild the user's object in ``output_format`` (``strings``:
+        the Arrow string formats of Arrow / polars output, default and per column)."""
         fmt = norm.OutputFormat(output_format or "pandas")
         if fmt is norm.OutputFormat.PANDAS and self.options.direct_reads:
             df = read_pandas(self.store, self.keys, plan, pools=self.pools)
@@ -129,7 +131,8 @@ class TableEngine:
                 return df
         table, meta = self.read_arrow(plan)
         rr = plan.row_range
-        return norm.denormalize(table, meta, output_format=fmt, row_offset=rr[0] if rr else 0)
+        return norm.denormalize(table, meta, output_format=fmt, row_offset=rr[0] if rr else 0,
+                                string_format=strings[0], string_formats=strings[1])
 
     def read_pandas(self, plan: ReadPlan) -> pd.DataFrame | None:
         return read_pandas(self.store, self.keys, plan, pools=self.pools)

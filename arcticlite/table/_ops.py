@@ -194,7 +194,7 @@ class Append(Operation):
         if self.is_dt and first is not None and base.last_index is not None and first < base.last_index:
             raise AppendOrderException(
                 f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(first)} to existing "
-                f"sequence ending at {_ts(base.last_index)} (version {base.seq}); sort the frame or use update()"
+                f"sequence ending at {_ts(base.last_index)} (version {base.vid}); sort the frame or use update()"
             )
         tail = None
         broot = base.index
@@ -332,10 +332,12 @@ class ReplaceRange(Operation):
         cursor = int(rows["end_row"].max()) if len(rows) else 0
         if len(after):
             rows = np.concatenate([rows, shifted(after, cursor - int(after["start_row"].min()), row_numbers_index=False)])
+        # update sets its metadata (None included); delete_data_in_range keeps the version's
+        metadata = self.metadata if self.kind == "update" else base.metadata
         return data_record(self.kind, head, seq, index=index.build(rows), meta=out_meta, schema=schema,
                            first=int(rows["min_index"].min()) if len(rows) else None,
                            last=int(rows["max_index"].max()) if len(rows) else None,
-                           sorted_=base.sorted if len(rows) else "ASCENDING", metadata=self.metadata)
+                           sorted_=base.sorted if len(rows) else "ASCENDING", metadata=metadata)
 
 
 def split_leaves(engine: TableEngine, sym: str, leaves: np.ndarray, lo: int, hi: int,

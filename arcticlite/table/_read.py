@@ -220,7 +220,7 @@ def plan_read(
     if len(pos) < n_data:
         leaves = with_columns(leaves, pos)
     return ReadPlan(
-        symbol=sym, version=rec.seq, meta=meta, schema=schema,
+        symbol=sym, version=rec.vid, meta=meta, schema=schema,
         columns=stored, positions=tuple(pos), row_range=rr, index_range=ir,
         leaves=leaves, query=query, dynamic=dynamic, sorted=rec.sorted or "UNKNOWN",
         total_rows=total, segments_considered=considered,

@@ -36,7 +36,7 @@ _stores: dict[tuple[int, str], KVStore] = {}
 _stores_lock = threading.Lock()
 
 
-def _store_for(uri: str) -> KVStore:
+def store_for(uri: str) -> KVStore:
     """One store per URI per process, shared by the tasks that run there (LMDB environments
     must not be opened twice by one process; S3 clients are costly to build)."""
     key = (os.getpid(), uri)
@@ -99,7 +99,7 @@ class ScanTask:
 
     def to_table(self, store: KVStore | None = None) -> pa.Table:
         """This task's rows as one Arrow table."""
-        st = store if store is not None else _store_for(self.uri)
+        st = store if store is not None else store_for(self.uri)
         table, meta = read_arrow(st, LibraryKeys(self.library), self.plan)
         return _output(table, meta)
 

@@ -11,6 +11,7 @@ number of processes (Spark tasks, their retried attempts) stage at once without 
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -21,11 +22,14 @@ import pyarrow as pa
 
 from arcticlite import normalize as norm
 from arcticlite._envelope import KIND_STAGED, seal, unseal
+from arcticlite.exceptions import UserInputException
 from arcticlite.index import ROW_DTYPE
 from arcticlite.table._ops import TableEngine, index_bounds
 from arcticlite.table._read import schema_bytes, schema_from
 from arcticlite.table._segments import read_segments, write_segments
 from arcticlite.version import unescape
+
+_JOB = re.compile(r"[A-Za-z0-9_.]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,18 +47,31 @@ class StagedEntry:
         return norm.NormMeta.from_json(self.header["norm"])
 
 
-def stage(engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, sorted_: str) -> str:
+def check_job(job: str | None) -> str:
+    """A job tag for staged keys: letters, digits, ``_``, ``.`` (at most 64)."""
+    if job is None:
+        return ""
+    if not isinstance(job, str) or not _JOB.fullmatch(job):
+        raise UserInputException(
+            f"job must be 1-64 letters, digits, '_' or '.', got {job!r} (it becomes part of staged keys)")
+    return job
+
+
+def stage(engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, sorted_: str,
+          job: str | None = None) -> str:
     """Write ``table`` as staged segments of ``sym``; returns the staged entry's key."""
     leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
     first, last = index_bounds(table, meta)
-    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_)
+    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_, job)
 
 
 def record(engine: TableEngine, sym: str, leaves: np.ndarray, meta: norm.NormMeta, schema: pa.Schema,
-           first: int | None, last: int | None, sorted_: str) -> str:
-    """Record already written segments as one staged entry; returns its key."""
-    token = f"{time.time_ns():020d}-{uuid.uuid4().hex[:16]}"
+           first: int | None, last: int | None, sorted_: str, job: str | None = None) -> str:
+    """Record already written segments as one staged entry; returns its key. ``job`` tags the
+    key (``{time}-{job}-{random}``), so that every entry of one job can be found and aborted."""
+    tag = check_job(job)
+    token = f"{time.time_ns():020d}-{tag + '-' if tag else ''}{uuid.uuid4().hex[:16]}"
     key = engine.keys.staged(sym, token)
     sb = schema_bytes(schema)
     header = {"norm": meta.to_json().decode(), "first": first, "last": last,
@@ -82,8 +99,13 @@ def staged_symbols(engine: TableEngine) -> list[str]:
     return sorted({unescape(k[len(prefix):].split("/", 1)[0]) for k in engine.store.list_keys(prefix)})
 
 
-def staged_keys(engine: TableEngine, sym: str) -> list[str]:
-    return list(engine.store.list_keys(engine.keys.staged_prefix(sym)))
+def staged_keys(engine: TableEngine, sym: str, job: str | None = None) -> list[str]:
+    """Keys of the staged entries of ``sym`` (of one ``job`` only, when given)."""
+    keys = list(engine.store.list_keys(engine.keys.staged_prefix(sym)))
+    if job is None:
+        return keys
+    tag = f"-{check_job(job)}-"
+    return [k for k in keys if tag in k.rsplit("/", 1)[-1][20:]]
 
 
 def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> StagedEntry:

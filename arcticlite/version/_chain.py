@@ -30,10 +30,11 @@ def max_live(dead: Ranges, upto: int) -> int | None:
 
 
 def tombstone(sym: str, versions: list[int] | None, killed: set[int]) -> Builder:
-    """Delete ``versions`` of ``sym`` (all of them when None): the record that marks them dead.
+    """Delete the version ids ``versions`` of ``sym`` (all versions when None): the record
+    that marks them dead. It takes no version id (ArcticDB's numbering).
 
-    Raises ``NoSuchVersionException`` (and commits nothing) for a symbol never written, a
-    version above the head, or one already deleted.
+    Raises ``NoSuchVersionException`` (and commits nothing) for a symbol never written, an id
+    above the highest ever written, or one already deleted.
     """
 
     def build(head: VersionRecord | None, seq: int) -> VersionRecord:
@@ -45,16 +46,19 @@ def tombstone(sym: str, versions: list[int] | None, killed: set[int]) -> Builder
             dead = add_ranges(head.dead, [(0, seq)])
             kind = "tombstone_all"
         else:
+            seqs = []
             for v in versions:
-                if v > head.seq or v < 0:
+                s = head.seq_of(v)
+                if s is None:
                     raise NoSuchVersionException(
                         f"E_NO_SUCH_VERSION: Can't delete version {v} for symbol {sym!r}: it is higher "
-                        f"than the latest version {head.seq}"
+                        f"than the latest version {head.top}"
                     )
-                if not head.is_live(v):
+                if not head.is_live(s):
                     raise NoSuchVersionException(f"E_NO_SUCH_VERSION: Version {v} for symbol {sym} is already deleted")
-            killed.update(versions)
-            dead = add_ranges(head.dead, [(v, v) for v in versions] + [(seq, seq)])
+                seqs.append(s)
+            killed.update(seqs)
+            dead = add_ranges(head.dead, [(s, s) for s in seqs] + [(seq, seq)])
             kind = "tombstone"
         return VersionRecord(
             symbol=sym, seq=seq, kind=kind, created_ns=0, token="", dead=dead, latest_live=max_live(dead, seq),

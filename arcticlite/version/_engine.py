@@ -28,7 +28,7 @@ from arcticlite.exceptions import (
 from arcticlite.storage import KVStore
 from arcticlite.version._chain import Builder
 from arcticlite.version._keys import LibraryKeys
-from arcticlite.version._records import VersionRecord, add_ranges, parse_ref, ref_bytes
+from arcticlite.version._records import VersionRecord, add_ranges, parse_ref, ref_bytes, seq_of_vid
 
 MAX_COMMIT_ATTEMPTS = 64
 
@@ -98,6 +98,22 @@ class VersionEngine:
         rec = head if head.seq == seq else self.read_record(sym, seq)
         if rec is None or not rec.is_data:
             raise NoSuchVersionException(f"E_NO_SUCH_VERSION: version {seq} of symbol {sym!r} not found")
+        return rec
+
+    def by_id(self, sym: str, vid: int, head: VersionRecord | None = None, *, asked: Any = None) -> VersionRecord:
+        """The live data version whose id (ArcticDB's numbering) is ``vid``: one lookup.
+        ``asked`` is what the user gave (a negative id), for the error message."""
+        head = self.head(sym) if head is None else head
+        seq = head.seq_of(vid) if head is not None else None
+        if seq is None or head is None or not head.is_live(seq):
+            what = vid if asked is None else asked
+            raise NoSuchVersionException(
+                f"E_NO_SUCH_VERSION: version matching query 'version {what}' not found for symbol {sym!r}"
+                + ("" if head is None or seq is None else ": it was deleted")
+            )
+        rec = head if head.seq == seq else self.read_record(sym, seq)
+        if rec is None or not rec.is_data:
+            raise NoSuchVersionException(f"E_NO_SUCH_VERSION: version {vid} of symbol {sym!r} not found")
         return rec
 
     def version_at(self, sym: str, when_ns: int, head: VersionRecord | None = None) -> VersionRecord:
@@ -181,7 +197,7 @@ class VersionEngine:
             created = time.time_ns()
             if head is not None and created <= head.created_ns:
                 created = head.created_ns + 1  # creation times strictly increase per symbol
-            rec = rec.with_(seq=seq, created_ns=created, token=new_token(), symbol=sym)
+            rec = rec.with_(seq=seq, created_ns=created, token=new_token(), symbol=sym, **_ids(head, rec, seq))
             if prune and seq > 0 and rec.is_data:
                 rec = rec.with_(dead=add_ranges(rec.dead, [(0, seq - 1)]))
             body = rec.to_bytes()
@@ -250,6 +266,19 @@ class VersionEngine:
         raw, head = self._head(sym)
         if head is not None:
             self._advance_ref(sym, raw, head)
+
+
+def _ids(head: VersionRecord | None, rec: VersionRecord, seq: int) -> dict[str, Any]:
+    """Version id fields of the record committed as ``seq`` on ``head``: a data commit takes
+    the next id after the highest ever written; a tombstone takes none."""
+    top = head.top if head is not None else -1
+    vmap = head.vmap if head is not None else ()
+    if not rec.is_data:
+        return {"vid": -1, "top": top, "vmap": vmap}
+    vid = top + 1
+    if seq_of_vid(vmap, vid) != seq:
+        vmap = (*vmap, (vid, seq))
+    return {"vid": vid, "top": vid, "vmap": vmap}
 
 
 def pid_token() -> str:

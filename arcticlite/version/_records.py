@@ -1,11 +1,19 @@
 """Version records and refs: the immutable commit log of a symbol (DESIGN §1, §2).
 
 Every commit of a symbol -- write, append, update, metadata, tombstone -- creates one version
-record at a deterministic key ``ver/{sym}/{seq:020d}``; data versions are identified by their
-``seq``, so ``read(as_of=7)`` is one lookup. Each record carries the cumulative set of dead
-seqs (deleted versions and tombstone records) as closed ranges, so the head record alone says
-which versions are live. The ref holds a copy of the head record plus a unique token: it is a
-hint that readers follow forward.
+record at a deterministic key ``ver/{sym}/{seq:020d}``: ``seq`` is the *commit sequence*. The
+version id a user sees (``vid``) is ArcticDB's: data commits take ids 0, 1, 2, ... and a
+standalone delete or prune takes none, so the two differ after a tombstone. Each record
+carries the map between them (``vmap``: breakpoints ``(vid, seq)`` from which on ``seq = seq0 +
+vid - vid0``; empty while they are equal), so ``read(as_of=7)`` is still one lookup, and the
+highest id ever written (``top``: the next write takes ``top + 1``, deleted ids included). Each
+record also carries the cumulative set of dead seqs (deleted versions and tombstone records)
+as closed ranges, so the head record alone says which versions are live. The ref holds a copy
+of the head record plus a unique token: it is a hint that readers follow forward.
+
+Records written before version ids were separated have none of ``vid`` / ``top`` / ``vmap``:
+they read as ``vid = seq`` and ``top = seq`` (the numbering they were written with), and later
+commits continue from there.
 """
 
 from __future__ import annotations
@@ -43,6 +51,16 @@ def in_ranges(ranges: Ranges, x: int) -> bool:
     return any(a <= x <= b for a, b in ranges)
 
 
+def seq_of_vid(vmap: Ranges, vid: int) -> int:
+    """The commit sequence of version id ``vid`` under the breakpoints ``vmap``."""
+    seq = vid
+    for v0, s0 in vmap:
+        if v0 > vid:
+            break
+        seq = s0 + vid - v0
+    return seq
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VersionRecord:
     """One commit of a symbol. Immutable once created."""
@@ -64,6 +82,10 @@ class VersionRecord:
     pickled: bool = False
     metadata: bytes | None = None  # pickled user metadata
     extra: dict[str, Any] = field(default_factory=dict)
+    # version ids (ArcticDB's numbering); see the module docstring
+    vid: int = -1  # this data version's id; -1 for a tombstone
+    top: int = -1  # the highest version id written so far (deleted ones included)
+    vmap: Ranges = ()  # breakpoints (vid, seq) where seq - vid changes
 
     @property
     def is_data(self) -> bool:
@@ -72,6 +94,13 @@ class VersionRecord:
     def is_live(self, seq: int) -> bool:
         """Whether version ``seq`` is live as of this record (which must be the head)."""
         return 0 <= seq <= self.seq and not in_ranges(self.dead, seq)
+
+    def seq_of(self, vid: int) -> int | None:
+        """The commit sequence of version id ``vid`` as of this record (the head), or None
+        when no such id was ever written."""
+        if vid < 0 or vid > self.top:
+            return None
+        return seq_of_vid(self.vmap, vid)
 
     def user_metadata(self) -> Any:
         return None if self.metadata is None else pickle.loads(self.metadata)
@@ -100,6 +129,9 @@ class VersionRecord:
             "sorted": self.sorted,
             "pickled": self.pickled,
             "extra": self.extra,
+            "vid": self.vid,
+            "top": self.top,
+            "vmap": [list(r) for r in self.vmap],
         }
         return seal(KIND_VERSION, header, schema + (meta or b""))
 
@@ -128,9 +160,19 @@ class VersionRecord:
                 pickled=bool(h["pickled"]),
                 metadata=None if mlen < 0 else bytes(blob[slen:]),
                 extra=h.get("extra") or {},
+                **_ids(h),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptDataError(f"version record is malformed: {exc}") from exc
+
+
+def _ids(h: dict[str, Any]) -> dict[str, Any]:
+    """Version-id fields of a header; records written before ids were separated from the
+    commit sequence number their data versions by ``seq``."""
+    if "top" not in h:
+        seq = int(h["seq"])
+        return {"vid": seq if h["kind"] in DATA_KINDS else -1, "top": seq, "vmap": ()}
+    return {"vid": int(h["vid"]), "top": int(h["top"]), "vmap": tuple((int(a), int(b)) for a, b in h["vmap"])}
 
 
 def ref_bytes(record: VersionRecord, token: str) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -239,3 +240,17 @@ def test_output_format_defaults(uri: str) -> None:
     plib = Arctic(uri).get_library("p", create_if_missing=True, output_format="polars")
     plib.write("s", frame(2))
     assert isinstance(plib.read("s").data, pl.DataFrame)
+
+
+def test_s3_uri_with_credentials_works_and_hides_them(s3_server: Any) -> None:
+    """ArcticDB's ``s3://host:bucket?access=..&secret=..`` form: the store opens with those
+    credentials, and neither ``get_uri()``, ``repr`` nor a scan plan's printout shows them."""
+    uri = s3_server.new_bucket_uri(access="AKIAEXAMPLE", secret="hunter2")
+    ac = Arctic(uri)
+    lib = ac.get_library("creds", create_if_missing=True)
+    lib.write("s", pd.DataFrame({"x": [1, 2]}))
+    assert lib.read("s").data["x"].tolist() == [1, 2]
+    shown = [ac.get_uri(), repr(ac), repr(lib), repr(lib._store)]
+    assert not any("hunter2" in s or "AKIAEXAMPLE" in s for s in shown)
+    assert "secret=***" in ac.get_uri()
+    assert lib.scan("s").to_table().num_rows == 2

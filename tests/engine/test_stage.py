@@ -177,3 +177,20 @@ def test_staged_data_of_prefix_sharing_symbols_is_separate(lib: Library) -> None
         assert lib.read(n).data["a"].tolist() == [i]
     lib.delete("a")
     assert sorted(lib.list_symbols()) == sorted(set(names) - {"a"})
+
+
+def test_a_job_tag_lets_an_abort_find_every_entry_of_its_job() -> None:
+    import arcticlite as adb
+    from arcticlite.exceptions import UserInputException
+
+    lib = adb.Arctic("mem://").create_library("jobs")
+    df = pd.DataFrame({"x": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2))
+    mine = [lib.stage("s", df, job="spark_7.3") for _ in range(2)]
+    other = lib.stage("s", df.set_axis(pd.date_range("2024-02-01", periods=2)), job="spark_8")
+    untagged = lib.stage("s", df.set_axis(pd.date_range("2024-03-01", periods=2)))
+    assert all("-spark_7.3-" in r.staged_keys[0] for r in mine)
+    lib.delete_staged_data("s", job="spark_7.3")  # e.g. a task died before reporting its results
+    lib.finalize_staged_data("s", stage_results=[other, untagged])
+    assert len(lib.read("s").data) == 4
+    with pytest.raises(UserInputException, match="job must be"):
+        lib.stage("s", df, job="a/b")

@@ -5,8 +5,8 @@ prune sequences, checking after every step that the latest read, every live vers
 (``as_of=id``), every snapshot (``as_of=name``), ``list_versions`` and ``has_symbol`` agree with
 the model, and that a failing call (append before the last row) changes nothing.
 
-Version ids are taken from what the library returns and only checked to increase: in arcticlite
-a delete is a commit and consumes an id (documented difference from ArcticDB).
+Version ids are ArcticDB's: every data commit takes the next id after the highest ever
+written, and a delete or prune takes none; the model predicts each id.
 """
 
 from __future__ import annotations
@@ -79,16 +79,13 @@ class VersionHistory(RuleBasedStateMachine):
         return v, self.live[v]
 
     def committed(self, version: int, df: pd.DataFrame) -> None:
-        assert version > self.last_id
+        assert version == self.last_id + 1  # ids are consecutive over data commits
         self.last_id = version
         self.live[version] = df
 
     def consumed(self) -> None:
-        """A delete / prune commit consumed an id (arcticlite): learn it from the chain."""
-        head = self.lib._engine.head(SYM)
-        if head is not None:
-            assert head.seq > self.last_id
-            self.last_id = head.seq
+        """A delete / prune takes no version id (ArcticDB's numbering): the next data commit
+        is still ``last_id + 1``."""
 
     # -- rules -----------------------------------------------------------------------------------
     @rule(days=days_st, seed=st.integers(0, 1000))
@@ -134,8 +131,8 @@ class VersionHistory(RuleBasedStateMachine):
         _, cur = self.latest()
         a, b = T0 + pd.Timedelta(days=lo), T0 + pd.Timedelta(days=lo + width)
         self.lib.delete_data_in_range(SYM, (a, b))
-        head = self.lib._engine.head(SYM)
-        self.committed(head.seq, cur[(cur.index < a) | (cur.index > b)])
+        self.committed(self.last_id + 1, cur[(cur.index < a) | (cur.index > b)])
+        assert self.lib.read(SYM).version == self.last_id
 
     @precondition(lambda self: len(self.live) > 0)
     @rule(data=st.data())

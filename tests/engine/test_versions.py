@@ -1,8 +1,8 @@
 """delete / prune_previous_versions / list_versions / snapshots / has_symbol(as_of), on every
 backend (reference §2 "delete", "prune_previous_versions", "list_versions", "snapshot").
 
-arcticlite difference (documented): a delete or prune is a commit in the version chain and so
-consumes a version id; ArcticDB's tombstones do not.
+Version ids are ArcticDB's: a standalone delete or prune takes no id (it is a commit in the
+chain, under a commit sequence of its own: docs/engine.md, "Version ids").
 """
 
 from __future__ import annotations
@@ -96,9 +96,40 @@ def test_version_ids_after_delete(lib: Library) -> None:
     lib.write("s", frame(2))
     lib.write("s", frame(3))
     lib.delete("s")
-    # ArcticDB would write v2 here; arcticlite's tombstone took id 2 (documented difference)
+    # as in ArcticDB: a delete takes no id; the next write continues after the highest id
+    assert lib.write("s", frame(4)).version == 2
+    assert versions_of(lib, "s") == [2]
+    assert lib.read("s", as_of=-1).version == 2
+
+
+def test_version_ids_are_arcticdbs_after_deletes_and_prunes(lib: Library) -> None:
+    for i in range(3):
+        assert lib.write("s", frame(i + 1)).version == i
+    lib.delete("s", versions=[1])
     assert lib.write("s", frame(4)).version == 3
-    assert versions_of(lib, "s") == [3]
+    assert versions_of(lib, "s") == [0, 2, 3]
+    lib.prune_previous_versions("s")
+    assert lib.write("s", frame(5)).version == 4
+    assert lib.read("s", as_of=-2).version == 3  # counted back from the highest id ever written
+    with pytest.raises(NoSuchVersionException, match="version -3"):
+        lib.read("s", as_of=-3)  # id 2 was pruned; the error names what was asked
+    assert_frame_equal(lib.read("s", as_of=3).data, frame(4))
+    with pytest.raises(NoSuchVersionException, match="higher than the latest version 4"):
+        lib.delete("s", versions=[9])
+    lib.delete("s", versions=[3])
+    assert [k.version for k in lib.list_versions("s", latest_only=True)] == [4]
+    assert lib.write_metadata("s", {"m": 1}).version == 5
+    assert lib.append("s", frame(2, start="2025-01-01")).version == 6
+    assert lib.read_metadata("s", as_of=5).metadata == {"m": 1}
+
+
+def test_latest_only_lists_the_latest_live_version_alone(lib: Library) -> None:
+    for i in range(4):
+        lib.write("s", frame(i + 1))
+    lib.snapshot("snap", versions={"s": 1})
+    lib.delete("s", versions=[1, 3])
+    assert [k.version for k in lib.list_versions("s", latest_only=True)] == [2]
+    assert sorted(k.version for k in lib.list_versions("s")) == [0, 1, 2]  # 1: held by the snapshot
 
 
 # -- prune ----------------------------------------------------------------------------------------
@@ -274,3 +305,60 @@ def test_has_symbol(lib: Library) -> None:
     assert not lib.has_symbol("s", as_of=0)
     lib.stage("staged", frame(2))
     assert not lib.has_symbol("staged")  # staged-only symbols are not there
+
+
+def test_a_library_numbered_before_version_ids_reads_with_its_numbering() -> None:
+    """Records written before version ids were separated from commit sequences carry no
+    ``vid`` / ``top`` / ``vmap``: they keep their numbering (a delete took an id), and new
+    commits continue after it."""
+    from arcticlite import Arctic
+    from arcticlite._envelope import KIND_REF, KIND_VERSION, seal, unseal
+
+    ac = Arctic("mem://")
+    lib = ac.create_library("old")
+    lib.write("s", frame(2))
+    lib.write("s", frame(3))
+    lib.delete("s", versions=[0])  # commit 2: a tombstone, which old numbering counted
+    store, keys = lib._store, lib._keys
+
+    def strip(raw: bytes) -> bytes:
+        h, blob = unseal(raw, KIND_VERSION)
+        for k in ("vid", "top", "vmap"):
+            h.pop(k)
+        return seal(KIND_VERSION, h, bytes(blob))
+
+    for seq in range(3):
+        store.write(keys.version("s", seq), strip(store.read(keys.version("s", seq))))
+    rh, body = unseal(store.read(keys.ref("s")), KIND_REF)
+    store.write(keys.ref("s"), seal(KIND_REF, rh, strip(bytes(body))))
+    lib = ac.get_library("old")
+    assert lib.read("s").version == 1 and versions_of(lib, "s") == [1]
+    assert_frame_equal(lib.read("s", as_of=1).data, frame(3))
+    assert lib.write("s", frame(4)).version == 3  # after the old head's commit number
+    assert versions_of(lib, "s") == [1, 3]
+    assert lib.read("s", as_of=-1).version == 3
+
+
+def test_delete_data_in_range_keeps_metadata_and_update_sets_it(lib: Library) -> None:
+    lib.write("s", frame(5), metadata={"k": 1})
+    lib.delete_data_in_range("s", (pd.Timestamp("2024-01-02"), pd.Timestamp("2024-01-02")))
+    assert lib.read("s").metadata == {"k": 1}
+    lib.update("s", frame(1, start="2024-01-03"))
+    assert lib.read("s").metadata is None  # update writes the metadata it is given, None included
+
+
+def test_has_symbol_counts_a_deleted_version_a_snapshot_holds(lib: Library) -> None:
+    lib.write("s", frame(2))
+    lib.snapshot("snap")
+    lib.write("s", frame(3), prune_previous_versions=True)
+    assert lib.has_symbol("s", as_of=0) and lib.has_symbol("s", as_of="snap")
+    with pytest.raises(NoSuchVersionException):
+        lib.read("s", as_of=0)
+    assert not lib.has_symbol("s", as_of=5)
+
+
+def test_prune_of_a_deleted_symbol_names_the_cause(lib: Library) -> None:
+    lib.write("s", frame(2))
+    lib.delete("s")
+    with pytest.raises(InternalException, match="every version was deleted"):
+        lib.prune_previous_versions("s")

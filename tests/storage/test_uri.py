@@ -42,6 +42,7 @@ def test_public_api_of_the_storage_package() -> None:
         "open_store",
         "parse_size",
         "parse_uri",
+        "redact",
     }
 
 
@@ -155,11 +156,19 @@ def test_empty_endpoint_means_aws_default() -> None:
 
 
 @pytest.mark.parametrize("param", ["access=AKIAEXAMPLE", "secret=hunter2"])
-def test_credentials_in_an_s3_uri_are_refused_without_echoing_them(param: str) -> None:
-    with pytest.raises(StorageUriError, match="default chain") as info:
+def test_half_a_credential_pair_is_refused_without_echoing_it(param: str) -> None:
+    with pytest.raises(StorageUriError, match="both access= and secret=") as info:
         parse_uri(f"s3://host:bucket?{param}&region=us-east-1")
     value = param.split("=")[1]
     assert value not in str(info.value)
+
+
+def test_credentials_in_an_s3_uri_are_taken_as_arcticdb_takes_them_and_never_shown() -> None:
+    parsed = parse_uri("s3://host:bucket?port=9000&access=AKIAEXAMPLE&secret=hunter2")
+    assert isinstance(parsed, S3Uri)
+    assert (parsed.access, parsed.secret) == ("AKIAEXAMPLE", "hunter2")
+    for shown in (repr(parsed), parsed.uri, str(parsed)):
+        assert "hunter2" not in shown and "AKIAEXAMPLE" not in shown
 
 
 def test_malformed_s3_uri_with_credentials_does_not_echo_them() -> None:

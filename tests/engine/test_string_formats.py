@@ -1,0 +1,60 @@
+"""``arrow_string_format_default`` / ``_per_column``: the Arrow type of string columns in Arrow
+and polars output, as ArcticDB gives them (large strings unless asked otherwise)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import arcticlite as adb
+from arcticlite import ArrowOutputStringFormat as F
+
+DICT = pa.dictionary(pa.int32(), pa.large_string())
+
+
+@pytest.fixture
+def lib() -> adb.Library:
+    lib = adb.Arctic("mem://", output_format="pyarrow").create_library("x")
+    lib.write("s", pd.DataFrame({"a": ["x", "y", "x"], "b": [1, 2, 3], "c": ["p", "q", "r"]}))
+    return lib
+
+
+@pytest.mark.parametrize(("fmt", "typ"), [(None, pa.large_string()), (F.UNSPECIFIED, pa.large_string()),
+                                          (F.LARGE_STRING, pa.large_string()), (F.SMALL_STRING, pa.string()),
+                                          (F.CATEGORICAL, DICT), (F.DICTIONARY_ENCODED, DICT),
+                                          (pa.string(), pa.string()), (pa.large_string(), pa.large_string())])
+def test_read_string_format(lib: adb.Library, fmt: object, typ: pa.DataType) -> None:
+    t = lib.read("s", arrow_string_format_default=fmt).data
+    assert t.schema.field("a").type == typ and t.schema.field("c").type == typ
+    assert t.column("a").to_pylist() == ["x", "y", "x"]
+    assert t.schema.field("b").type == pa.int64()
+
+
+def test_per_column_overrides_the_default(lib: adb.Library) -> None:
+    t = lib.read("s", arrow_string_format_default=F.SMALL_STRING,
+                 arrow_string_format_per_column={"a": F.CATEGORICAL}).data
+    assert t.schema.field("a").type == DICT and t.schema.field("c").type == pa.string()
+
+
+def test_defaults_of_the_arctic_and_the_library() -> None:
+    ac = adb.Arctic("mem://", output_format="pyarrow", arrow_string_format_default=F.SMALL_STRING)
+    lib = ac.create_library("x")
+    lib.write("s", pd.DataFrame({"a": ["x"]}))
+    assert lib.read("s").data.schema.field("a").type == pa.string()
+    lib2 = ac.get_library("x", arrow_string_format_default=F.CATEGORICAL)
+    assert lib2.read("s").data.schema.field("a").type == DICT
+    assert lib2.read("s", arrow_string_format_default=F.LARGE_STRING).data.schema.field("a").type == pa.large_string()
+
+
+def test_polars_categorical(lib: adb.Library) -> None:
+    pl = pytest.importorskip("polars")
+    df = lib.read("s", output_format="polars", arrow_string_format_default=F.CATEGORICAL).data
+    assert df.schema["a"] == pl.Categorical and df["a"].to_list() == ["x", "y", "x"]
+
+
+def test_unknown_format_is_refused_naming_it(lib: adb.Library) -> None:
+    with pytest.raises(ValueError, match="Unknown ArrowOutputStringFormat: string_view"):
+        lib.read("s", arrow_string_format_default=pa.string_view())
+    with pytest.raises(ValueError, match="Unknown ArrowOutputStringFormat"):
+        adb.Arctic("mem://", arrow_string_format_default="utf-9")

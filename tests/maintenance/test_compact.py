@@ -1,0 +1,124 @@
+"""compact_data / compact_data_explain_plan / is_symbol_fragmented / defragment_symbol_data:
+small row slices merged, oversized ones split (ArcticDB's slice sizes), copy-on-write, and the
+plan ArcticDB's ``CompactDataInfo`` describes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import arcticlite as adb
+from arcticlite.exceptions import InternalException, StorageException
+
+
+@pytest.fixture
+def lib(uri: str) -> adb.Library:
+    return adb.Arctic(uri).get_library("c", create_if_missing=True)
+
+
+def _df(n: int, start: str = "2024-01-01") -> pd.DataFrame:
+    return pd.DataFrame({"a": np.arange(n, dtype=np.int64), "b": np.arange(n) * 0.5},
+                        index=pd.date_range(start, periods=n, freq="min"))
+
+
+def _appended(lib: adb.Library, sizes: list[int]) -> pd.DataFrame:
+    parts, t = [], pd.Timestamp("2024-01-01")
+    for i, n in enumerate(sizes):
+        df = _df(n, str(t))
+        t = df.index[-1] + pd.Timedelta(minutes=1)
+        (lib.write if i == 0 else lib.append)("s", df)
+        parts.append(df)
+    return pd.concat(parts)
+
+
+def test_explain_plan_describes_the_work_as_arcticdb_does(lib: adb.Library) -> None:
+    lib.write("s", _df(7))
+    plan = lib.compact_data_explain_plan("s", rows_per_segment=4)
+    assert plan.will_do_work and (plan.version_id_before, plan.version_id_after) == (0, 1)
+    assert plan.row_slices_before == [0, 7] and plan.row_slices_after == [0, 3, 7]  # 7 rows at 4: 3 + 4
+    assert (plan.num_row_slices_before, plan.num_row_slices_after) == (1, 2)
+    assert "CompactDataInfo(will_do_work=true" in repr(plan)
+    assert lib.compact_data("s", rows_per_segment=4).version == 1
+    assert_same = lib.compact_data_explain_plan("s", rows_per_segment=4)
+    assert not assert_same.will_do_work and assert_same.version_id_after == assert_same.version_id_before == 1
+    assert lib.compact_data("s", rows_per_segment=4).version == 1  # nothing to do: no new version
+
+
+@pytest.mark.parametrize(("rows", "target", "after"), [(7, 2, [0, 2, 4, 7]), (10, 4, [0, 5, 10]),
+                                                       (13, 4, [0, 4, 8, 13]), (5, 4, [0, 5])])
+def test_oversized_slices_split_evenly(lib: adb.Library, rows: int, target: int, after: list[int]) -> None:
+    df = _df(rows)
+    lib.write("s", df)
+    assert lib.compact_data_explain_plan("s", rows_per_segment=target).row_slices_after == after
+    lib.compact_data("s", rows_per_segment=target)
+    idx = lib.inspect_index("s")
+    assert sorted(set(idx["start_row"])) == after[:-1]
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
+
+
+def test_small_appends_merge_and_old_versions_stay_readable(lib: adb.Library) -> None:
+    df = _appended(lib, [30] + [1_000] * 5)  # large appends: one segment each
+    before = lib.read("s").version
+    plan = lib.compact_data_explain_plan("s", rows_per_segment=5_000)
+    assert plan.will_do_work and plan.num_row_slices_after < plan.num_row_slices_before
+    v = lib.compact_data("s", rows_per_segment=5_000).version
+    assert v == before + 1
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
+    pd.testing.assert_frame_equal(lib.read("s", as_of=before).data, df, check_freq=False)
+    assert sorted(set(lib.inspect_index("s")["start_row"])) == [0, 4_030]  # runs stay within 5,000 rows
+
+
+def test_compaction_keeps_rows_appended_while_it_ran(lib: adb.Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    df = _appended(lib, [10, 1_000, 1_000])
+    extra = _df(5, str(df.index[-1] + pd.Timedelta(minutes=1)))
+    real = lib._table.apply
+
+    def append_first(sym: str, op: object, **kw: object) -> object:
+        monkeypatch.setattr(lib._table, "apply", real)
+        lib.append("s", extra)  # a writer commits between the compaction's rewrite and its commit
+        return real(sym, op, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lib._table, "apply", append_first)
+    lib.compact_data("s", rows_per_segment=5_000)
+    pd.testing.assert_frame_equal(lib.read("s").data, pd.concat([df, extra]), check_freq=False)
+
+
+def test_errors(lib: adb.Library) -> None:
+    with pytest.raises(StorageException, match="non-existent"):
+        lib.compact_data("missing")
+    lib.write("s", _df(3))
+    lib.delete("s")
+    with pytest.raises(StorageException, match="non-existent"):
+        lib.compact_data("s")
+    lib.write("s", _df(3))
+    with pytest.raises(InternalException, match="Nothing to compact"):
+        lib.defragment_symbol_data("s")
+    assert not lib.is_symbol_fragmented("s")
+    lib.write_pickle("p", {"x": 1})
+    with pytest.raises(InternalException, match="pickled"):
+        lib.compact_data("p")
+
+
+def test_compaction_tasks_run_in_other_processes_then_commit_once(tmp_path: object) -> None:
+    import multiprocessing as mp
+    import pickle
+
+    uri = f"lmdb://{tmp_path}/db"
+    lib = adb.Arctic(uri).get_library("c", create_if_missing=True)
+    df = _appended(lib, [2_000, 2_000, 2_000, 2_000, 20_000])  # appends too large for the open tail
+    job = lib.compact_data_tasks("s", rows_per_segment=8_000)
+    assert len(job.tasks) == 2 and job.plan.will_do_work  # small slices merged; 20 rows split
+    tasks = [pickle.loads(pickle.dumps(t)) for t in job.tasks]
+    with mp.get_context("spawn").Pool(2) as pool:
+        results = pool.map(_execute, tasks)
+    v = lib.commit_compaction(job, results).version
+    assert v == job.plan.version_id_after
+    assert sorted(set(lib.inspect_index("s")["start_row"])) == job.plan.row_slices_after[:-1]
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
+    with pytest.raises(Exception, match="2 runs got 1"):
+        lib.commit_compaction(job, results[:1])
+
+
+def _execute(task: object) -> object:
+    return task.execute()  # type: ignore[attr-defined]
