@@ -57,7 +57,9 @@ def _check_index(old: NormMeta, new: NormMeta, stored_rows: int | None) -> None:
                 f"stored step {old.range_step}, new step {new.range_step}"
             )
         expected = old.range_start + stored_rows * old.range_step
-        if new.range_start != expected:
+        # a frame's default index (starting at 0) is taken as "no index": its rows continue
+        # the stored range, as in ArcticDB
+        if new.range_start != expected and new.range_start != 0:
             raise NormalizationException(
                 f"E_INCOMPATIBLE_INDEX Cannot append RangeIndex: not contiguous; the new data starts "
                 f"at {new.range_start} but the stored RangeIndex stops at {expected}; "

@@ -161,9 +161,12 @@ def test_range_index_append(lib: Library) -> None:
     assert_frame_equal(lib.read("r").data, pd.DataFrame({"x": [1, 2, 3, 4, 5]}))
     with pytest.raises(NormalizationException):  # not contiguous
         lib.append("r", pd.DataFrame({"x": [9]}, index=pd.RangeIndex(10, 11)))
+    # a frame's default index (from 0) means "no index": its rows continue the stored range
+    lib.append("r", pd.DataFrame({"x": [6, 7]}))
+    assert_frame_equal(lib.read("r").data, pd.DataFrame({"x": [1, 2, 3, 4, 5, 6, 7]}))
     with pytest.raises(NormalizationException):  # different step
         lib.append("r", pd.DataFrame({"x": [9, 9]}, index=pd.RangeIndex(5, 9, 2)))
-    assert versions_of(lib, "r") == [0, 1]
+    assert versions_of(lib, "r") == [0, 1, 2]
 
 
 def test_append_empty_frame_creates_a_version(lib: Library) -> None:

@@ -820,8 +820,10 @@ def test_range_index_append_rules():
     assert (
         _check(old, pd.DataFrame({"a": [4]}, index=pd.RangeIndex(6, 8, 2)), stored_rows=3) is None
     )
+    # a default index (from 0) continues the stored range, as in ArcticDB
+    assert _check(old, pd.DataFrame({"a": [4]}, index=pd.RangeIndex(0, 2, 2)), stored_rows=3) is None
     with pytest.raises(NormalizationException, match="not contiguous"):
-        _check(old, pd.DataFrame({"a": [4]}, index=pd.RangeIndex(0, 2, 2)), stored_rows=3)
+        _check(old, pd.DataFrame({"a": [4]}, index=pd.RangeIndex(2, 4, 2)), stored_rows=3)
     with pytest.raises(NormalizationException, match="different RangeIndex step"):
         _check(old, pd.DataFrame({"a": [4]}, index=pd.RangeIndex(6, 7, 1)), stored_rows=3)
 
