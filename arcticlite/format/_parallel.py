@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 _POOL: ThreadPoolExecutor | None = None
@@ -54,7 +54,12 @@ def run_jobs(jobs: Sequence[Callable[[], Any]], weights: Sequence[int], *,
             acc = 0
         groups[-1].append(job)
         acc += int(w)
+    pool = _pool()
+    futures = [pool.submit(_run_group, g) for g in groups]
+    # every job ends before this returns or raises: a job that fails (a corrupt page) must not
+    # leave others reading the caller's buffers (a memory map the caller may close or rewrite)
+    wait(futures)
     out: list[Any] = []
-    for res in _pool().map(_run_group, groups):
-        out.extend(res)
+    for f in futures:
+        out.extend(f.result())
     return out

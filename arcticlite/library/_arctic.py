@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
+import weakref
 from typing import Any
 
 from arcticlite._envelope import KIND_CONFIG, KIND_REGISTRY, seal, unseal
@@ -23,6 +26,17 @@ from arcticlite.storage import KVStore
 from arcticlite.version import REGISTRY_PREFIX, LibraryKeys, registry_key, unescape
 
 MAX_LIBRARY_NAME = 255
+
+
+#: Connections of this process that were pickled, by token: unpickling here reuses them.
+_LIVE: weakref.WeakValueDictionary[str, Arctic] = weakref.WeakValueDictionary()
+
+
+def _reconnect(uri: str, token: str, output_format: Any, string_format: Any) -> Arctic:
+    ac = _LIVE.get(token)
+    if ac is None:
+        ac = Arctic(uri, output_format=output_format, arrow_string_format_default=string_format)
+    return ac
 
 
 def _refuse_arcticdb_store(uri: Any) -> None:
@@ -82,6 +96,7 @@ class Arctic:
         self._store = store if store is not None else open_store(uri)
         self._output_format = output_format
         self._string_format = string_format_name(arrow_string_format_default)
+        self._token = uuid.uuid4().hex
         self._encoding_version = encoding_version
         self._libs: dict[str, Library] = {}
         # an endpoint that ignores If-None-Match cannot serve the commit protocol (DESIGN §2)
@@ -89,6 +104,19 @@ class Arctic:
 
     def __repr__(self) -> str:
         return f"Arctic(config={self._store!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as its URI and options: unpickled in this process it is this connection
+        again (a ``mem://`` store included), elsewhere a new connection to the same store."""
+        if self._token not in _LIVE:
+            _LIVE[self._token] = self
+        return (_reconnect, (self._uri, self._token, self._output_format, self._string_format))
+
+    def _library_for_pickle(self, name: str, output_format: Any, string_format: Any) -> Library:
+        lib = self.get_library(name)
+        lib._output_format = output_format
+        lib._string_format = string_format
+        return lib
 
     def get_uri(self) -> str:
         """The URI this connection was made with (S3 credentials given in it masked)."""
@@ -106,6 +134,8 @@ class Arctic:
 
     def _open(self, name: str, options: LibraryOptions, output_format: Any = None,
               arrow_string_format_default: Any = None) -> Library:
+        if options.encoding_version is None:  # the effective encoding is reported, as ArcticDB does
+            options = dataclasses.replace(options, encoding_version=self._encoding_version)
         lib = Library(self._store, name, options, arctic=self)
         lib._engine.conditional_ok = self._conditional_ok
         if output_format is not None:
@@ -144,7 +174,8 @@ class Arctic:
             except ValueError:
                 pass  # created concurrently
         stored = self._load_options(name) or LibraryOptions()
-        if create_if_missing and library_options is not None and library_options != stored:
+        if create_if_missing and library_options is not None and \
+                dataclasses.replace(library_options, encoding_version=None) != dataclasses.replace(stored, encoding_version=None):
             raise MismatchingLibraryOptions(
                 f"Library [{name}] exists with options {stored!r}, not {library_options!r}"
             )
@@ -180,8 +211,6 @@ class Arctic:
 
     def modify_library_option(self, library: Library, option: ModifiableLibraryOption, value: Any) -> None:
         """Change a modifiable option of a library (persisted)."""
-        import dataclasses
-
         field = {
             ModifiableLibraryOption.DEDUP: "dedup",
             ModifiableLibraryOption.ROWS_PER_SEGMENT: "rows_per_segment",

@@ -98,6 +98,10 @@ class LazyDataFrame(QueryBuilder):
                               row_range=r.row_range, columns=r.columns, query_builder=r.query_builder,
                               output_format=output_format)
 
+    def __setitem__(self, name: str, expression: Any) -> None:
+        """``lazy_df["c"] = expr``: the same as ``lazy_df.apply("c", expr)``."""
+        self.apply(name, expression)
+
     def __repr__(self) -> str:
         body = f"ReadRequest(symbol={self.read_request.symbol})"
         return f"LazyDataFrame({body}{' | ' + QueryBuilder.__repr__(self) if self.clauses else ''})"
@@ -139,10 +143,18 @@ class _Many(QueryBuilder):
 class LazyDataFrameCollection(_Many):
     """Lazy reads of several symbols (``read_batch(lazy=True)``); clause methods apply to each."""
 
-    def __init__(self, lib: Any, frames: list[LazyDataFrame]) -> None:
+    def __init__(self, lib: Any, frames: list[LazyDataFrame] | None = None) -> None:
         super().__init__()
+        if frames is None:  # LazyDataFrameCollection(lazy_frames), as ArcticDB takes it
+            frames = list(lib)
+            lib = frames[0]._lib if frames else None
         self._lib = lib
         self._frames = list(frames)
+
+    def __setitem__(self, name: str, expression: Any) -> None:
+        """``collection["c"] = expr``: ``apply("c", expr)`` on every member frame."""
+        for f in self._frames:
+            f.apply(name, expression)
 
     def split(self) -> list[LazyDataFrame]:
         """The member frames."""
@@ -227,6 +239,40 @@ def _backfill(dtype: Any, n: int) -> Any:
     return pd.array([None] * n, dtype=dtype)  # extension dtypes hold their own missing value
 
 
+def _levels(index: pd.Index) -> list[pd.Index]:
+    if isinstance(index, pd.MultiIndex):
+        return [index.get_level_values(i) for i in range(index.nlevels)]
+    return [index]
+
+
+def _common_time_zones(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """Datetime index levels whose time zones differ between the frames (tz-aware and naive
+    included) become naive UTC, as ArcticDB joins them; a level keeps its tz when every frame
+    has the same one."""
+    nlevels = frames[0].index.nlevels
+    if len(frames) < 2 or any(f.index.nlevels != nlevels for f in frames):
+        return frames
+    per_frame = [_levels(f.index) for f in frames]
+    mixed = []
+    for lvl in range(nlevels):
+        values = [levels[lvl] for levels in per_frame]
+        if all(isinstance(v, pd.DatetimeIndex) for v in values) and len({str(v.tz) for v in values}) > 1:
+            mixed.append(lvl)
+    if not mixed:
+        return frames
+    out = []
+    for f, levels in zip(frames, per_frame, strict=True):
+        levels = list(levels)
+        for lvl in mixed:
+            v = levels[lvl]
+            if v.tz is not None:
+                levels[lvl] = v.tz_convert("UTC").tz_localize(None)
+        index = (pd.MultiIndex.from_arrays(levels, names=f.index.names) if isinstance(f.index, pd.MultiIndex)
+                 else pd.DatetimeIndex(levels[0], name=f.index.name))
+        out.append(f.set_axis(index))
+    return out
+
+
 def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequence[tuple[str, Any]],
                output_format: Any = None) -> VersionedItemWithJoin:
     """Join the pandas results ``items`` row-wise, run ``clauses`` on the joined rows and convert
@@ -234,9 +280,22 @@ def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequ
     from arcticlite import normalize as norm
     from arcticlite.query import QueryPlan, run_query
 
-    frames = [it.data.to_frame() if isinstance(it.data, pd.Series) else it.data for it in items]
+    is_series = [isinstance(it.data, pd.Series) for it in items]
+    series_name: Any = None
+    if any(is_series):
+        if not all(is_series):
+            raise SchemaException("E_DESCRIPTOR_MISMATCH Multi-symbol joins cannot join a Series to a DataFrame")
+        names = {it.data.name for it in items}
+        series_name = names.pop() if len(names) == 1 else None
+        # Series join by position under one name (the common one; ArcticDB's result is unnamed
+        # when the names differ)
+        column = series_name if series_name is not None else "__series__"
+        frames = [it.data.rename(column).to_frame() for it in items]
+    else:
+        frames = [it.data for it in items]
     if not all(isinstance(f, pd.DataFrame) for f in frames):
         raise SchemaException("E_DESCRIPTOR_MISMATCH only DataFrames and Series can be joined")
+    frames = _common_time_zones(frames)
     kinds = {_index_kind(f.index) for f in frames}
     if len(kinds) > 1:
         raise SchemaException(f"E_DESCRIPTOR_MISMATCH Mismatching IndexDescriptor in schema join: {sorted(kinds)}")
@@ -260,6 +319,8 @@ def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequ
     versions = [VersionedItem(symbol=it.symbol, library=it.library, data=None, version=it.version,
                               metadata=it.metadata, host=it.host, timestamp=it.timestamp) for it in items]
     fmt = norm.OutputFormat(output_format or "pandas")
+    if all(is_series) and len(joined.columns) == 1:
+        joined = joined.iloc[:, 0].rename(series_name)  # Series in, Series out
     if not clauses and fmt is norm.OutputFormat.PANDAS:
         return VersionedItemWithJoin(versions, joined)
     table, meta = norm.normalize(joined)

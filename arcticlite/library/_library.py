@@ -23,6 +23,7 @@ from arcticlite.exceptions import (
     InternalException,
     NoDataFoundException,
     NoSuchVersionException,
+    SortingException,
     StorageException,
     UnsortedDataException,
     UserInputException,
@@ -153,6 +154,12 @@ class Library:
 
     def __repr__(self) -> str:
         return f"Library({self._arctic!r}, path={self._name}, storage={type(self._store).__name__})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as its ``Arctic`` connection and name (lazy frames and scan plans travel)."""
+        if self._arctic is None:
+            raise TypeError("a Library made without an Arctic connection cannot be pickled")
+        return (self._arctic._library_for_pickle, (self._name, self._output_format, self._string_format))
 
     def __getitem__(self, symbol: str) -> VersionedItem:
         return self.read(symbol)
@@ -568,6 +575,10 @@ class Library:
                 table = table.sort_by(keys)
         elif validate_index:
             self._check_sorted(table, meta, "stage")
+        if meta.index_kind == "datetime" and table.num_rows and table.column(0).null_count:
+            raise SortingException(
+                f"E_UNSORTED_DATA staged data of {sym!r} has NaT in its index: a NaT cannot be ordered; "
+                "drop or fill those rows before staging")
         key = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta), job)
         return StageResult(symbol=sym, staged_keys=(key,))
 

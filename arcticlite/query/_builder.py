@@ -113,6 +113,12 @@ class ExpressionNode:
     def __rtruediv__(self, o: Any) -> ExpressionNode:
         return self._rbin("/", o)
 
+    def __pow__(self, o: Any) -> ExpressionNode:
+        return self._bin("**", o)
+
+    def __rpow__(self, o: Any) -> ExpressionNode:
+        return self._rbin("**", o)
+
     def __abs__(self) -> ExpressionNode:
         return ExpressionNode("abs", self)
 

@@ -29,7 +29,8 @@ _CMP: dict[str, str] = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "le
                         ">": "greater", ">=": "greater_equal"}
 _CMP_NAME = {"==": "EQ", "!=": "NE", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
 _LOGIC = {"&": ("and_", "AND"), "|": ("or_", "OR"), "^": ("xor", "XOR")}
-_ARITH = {"+": ("add", "ADD"), "-": ("subtract", "SUB"), "*": ("multiply", "MUL"), "/": ("divide", "DIV")}
+_ARITH = {"+": ("add", "ADD"), "-": ("subtract", "SUB"), "*": ("multiply", "MUL"), "/": ("divide", "DIV"),
+          "**": ("power", "POW")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,13 @@ def scalar_type(v: Any) -> pa.DataType:
     if isinstance(v, str | np.str_):
         return pa.string()
     raise UserInputException(f"E_INVALID_USER_ARGUMENT unsupported value {v!r} of type {type(v).__name__} in a query")
+
+
+def _wide(v: Any) -> Any:
+    """An int beyond 64 bits compares as a float (every 64-bit value is on one side of it)."""
+    if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
+        return float(v)
+    return v
 
 
 def ts_ns(v: Any) -> int:
@@ -263,8 +271,8 @@ class Evaluator:
             x: Any = _ts_array(a.data) if a.kind == "column" else pa.scalar(ts_ns(a.data), pa.int64())
             y: Any = _ts_array(b.data) if b.kind == "column" else pa.scalar(ts_ns(b.data), pa.int64())
         else:
-            x = a.data if a.kind != "scalar" else _py_scalar(a.data)
-            y = b.data if b.kind != "scalar" else _py_scalar(b.data)
+            x = a.data if a.kind != "scalar" else _wide(_py_scalar(a.data))
+            y = b.data if b.kind != "scalar" else _wide(_py_scalar(b.data))
         out = getattr(pc, _CMP[op])(x, y)
         return Val("bitset", out.fill_null(op == "!="), text)
 
@@ -280,11 +288,27 @@ class Evaluator:
                 f"E_INVALID_USER_ARGUMENT Non-numeric operand provided to binary operation: "
                 f"{a.text} ({_td(a)}) {name} {b.text} ({_td(b)})"
             )
-        dt = pa.from_numpy_dtype(_arith_dtype(op, _num_dtype(a), _num_dtype(b)))
+        if op == "**":
+            dt = pa.from_numpy_dtype(self._pow_dtype(a, b))
+        else:
+            dt = pa.from_numpy_dtype(_arith_dtype(op, _num_dtype(a), _num_dtype(b)))
         text = f"({a.text} {name} {b.text})"
         if a.kind == b.kind == "scalar":
             return Val("scalar", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)).as_py(), text)
         return Val("column", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)), text)
+
+    @staticmethod
+    def _pow_dtype(a: Val, b: Val) -> np.dtype[Any]:
+        """ArcticDB's result types of ``**``: an integer column to an integer power stays a
+        64-bit integer (unsigned for unsigned columns); anything else is float64; a floating
+        point exponent is refused."""
+        ta, tb = _num_dtype(a), _num_dtype(b)
+        if tb.kind == "f":
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT POW operator does not support floating point exponents, got {type_name(pa.from_numpy_dtype(tb))}")
+        if a.kind == "column" and b.kind == "scalar" and ta.kind in "iu":
+            return np.dtype("uint64" if ta.kind == "u" else "int64")
+        return np.dtype("float64")
 
     def _unary(self, op: str, a: Val) -> Val:
         name = op.upper()

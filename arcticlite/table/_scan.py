@@ -130,6 +130,10 @@ class ScanPlan:
     read: ReadPlan
     _store: Any = field(default=None, repr=False, compare=False)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the planning process's store stays behind: a plan unpickled elsewhere opens the URI
+        return (ScanPlan, (self.uri, self.library, self.symbol, self.version, self.schema, self.read))
+
     @property
     def segments(self) -> int:
         """Segments to fetch, after pruning."""

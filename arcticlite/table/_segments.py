@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -523,9 +523,11 @@ def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynam
         # small segments cost Python per-file overhead, not numpy work: threads would only
         # contend for the GIL (2,000 ten-row segments: 0.58 s inline vs 0.75-1.0 s pooled)
         return run_group(jobs)
+    futures = [pools.work.submit(run_group, [j]) for j in jobs]
+    wait(futures)  # no decode outlives the read, even when one fails (a corrupt segment)
     out: list[pa.Table] = []
-    for res in pools.work.map(run_group, [[j] for j in jobs]):
-        out.extend(res)
+    for f in futures:
+        out.extend(f.result())
     return out
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from arcticlite import normalize as norm
 from arcticlite._envelope import KIND_STAGED, seal, unseal
-from arcticlite.exceptions import UserInputException
+from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.index import ROW_DTYPE
 from arcticlite.table._ops import TableEngine, index_bounds
 from arcticlite.table._read import schema_bytes, schema_from
@@ -93,6 +93,10 @@ def entries(engine: TableEngine, sym: str, keys: list[str] | None = None) -> lis
     return out
 
 
+def _describe(schema: pa.Schema, n_index: int) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in list(schema)[n_index:])
+
+
 def staged_symbols(engine: TableEngine) -> list[str]:
     """Symbols with staged entries."""
     prefix = engine.keys.staged_prefix()
@@ -112,9 +116,20 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
     """The rows of ``staged`` merged, sorted by index and rewritten as one (unrecorded) entry."""
     meta = staged[0].meta
     n_index = len(meta.index_columns)
+    if not engine.options.dynamic_schema:
+        for e in staged[1:]:
+            if e.schema != staged[0].schema:
+                raise SchemaException(
+                    f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing columns or types: "
+                    f"{_describe(staged[0].schema, n_index)} vs {_describe(e.schema, n_index)}; stage frames "
+                    "with identical columns and dtypes, or use a dynamic-schema library"
+                )
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
                             e.schema.names[n_index:], None, pools=engine.pools) for e in staged]
-    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    try:
+        table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+        raise SchemaException(f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} cannot be combined: {exc}") from None
     if meta.index_columns:
         table = table.sort_by([(meta.index_columns[0], "ascending")])
     leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from arcticlite import Library, LibraryOptions
+from arcticlite import EncodingVersion, Library, LibraryOptions
 
 ALL_OPTIONS = [
     pytest.param(LibraryOptions(), id="static"),
@@ -73,3 +74,10 @@ def endless_append_worker(uri: str, lib_name: str, sym: str, started: Any) -> No
         k += 1
         if k == 3:
             started.set()
+
+
+def effective_options(options: LibraryOptions) -> LibraryOptions:
+    """``options`` as a library reports them: the encoding version filled in (V1), as ArcticDB does."""
+    if options.encoding_version is not None:
+        return options
+    return dataclasses.replace(options, encoding_version=EncodingVersion.V1)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from enginehelpers import assert_frame_equal, frame
+from enginehelpers import assert_frame_equal, effective_options, frame
 
 from arcticlite import Arctic, Library, LibraryOptions, ModifiableLibraryOption
 from arcticlite.exceptions import (
@@ -25,7 +25,7 @@ def test_create_library_returns_a_usable_library(ac: Arctic) -> None:
     lib = ac.create_library("prices")
     assert isinstance(lib, Library)
     assert lib.name == "prices"
-    assert lib.options() == LibraryOptions()
+    assert lib.options() == effective_options(LibraryOptions())
     lib.write("s", frame(3))
     assert_frame_equal(lib.read("s").data, frame(3))
     assert "prices" in repr(lib)
@@ -35,8 +35,8 @@ def test_create_library_keeps_its_options(ac: Arctic) -> None:
     opts = LibraryOptions(dynamic_schema=True, rows_per_segment=10, columns_per_segment=3,
                           prune_previous_versions=True)
     ac.create_library("x", opts)
-    assert ac.get_library("x").options() == opts
-    assert ac["x"].options() == opts
+    assert ac.get_library("x").options() == effective_options(opts)
+    assert ac["x"].options() == effective_options(opts)
 
 
 def test_create_existing_library_raises_value_error(ac: Arctic) -> None:
@@ -77,12 +77,12 @@ def test_get_library_options_need_create_if_missing(ac: Arctic) -> None:
 def test_get_library_create_if_missing_with_options(ac: Arctic) -> None:
     opts = LibraryOptions(dynamic_schema=True)
     lib = ac.get_library("x", create_if_missing=True, library_options=opts)
-    assert lib.options() == opts
+    assert lib.options() == effective_options(opts)
     # same options: fine; different options: MismatchingLibraryOptions
-    assert ac.get_library("x", create_if_missing=True, library_options=opts).options() == opts
+    assert ac.get_library("x", create_if_missing=True, library_options=opts).options() == effective_options(opts)
     with pytest.raises(MismatchingLibraryOptions):
         ac.get_library("x", create_if_missing=True, library_options=LibraryOptions())
-    assert ac.get_library("x").options() == opts
+    assert ac.get_library("x").options() == effective_options(opts)
 
 
 def test_list_has_contains_getitem(ac: Arctic) -> None:
@@ -140,7 +140,7 @@ def test_reopen_sees_libraries_and_data(ac: Arctic, uri: str, backend: str) -> N
         return
     assert again.list_libraries() == ["lib"]
     lib2 = again["lib"]
-    assert lib2.options() == LibraryOptions(dynamic_schema=True)
+    assert lib2.options() == effective_options(LibraryOptions(dynamic_schema=True))
     item = lib2.read("s")
     assert_frame_equal(item.data, frame(3))
     assert item.metadata == {"m": 1}
@@ -254,3 +254,10 @@ def test_s3_uri_with_credentials_works_and_hides_them(s3_server: Any) -> None:
     assert not any("hunter2" in s or "AKIAEXAMPLE" in s for s in shown)
     assert "secret=***" in ac.get_uri()
     assert lib.scan("s").to_table().num_rows == 2
+
+
+def test_options_report_the_effective_encoding_version() -> None:
+    from arcticlite import EncodingVersion
+
+    lib = Arctic("mem://").create_library("ev")
+    assert lib.options().encoding_version == EncodingVersion.V1

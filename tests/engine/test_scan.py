@@ -54,6 +54,9 @@ def test_tasks_hold_whole_row_groups_and_cover_every_row_once(slib: Any) -> None
     assert [p.num_rows for p in parts] == [t.rows for t in tasks]
     pd.testing.assert_frame_equal(_as_frame(pa.concat_tables(parts)), df, check_freq=False)
     assert len(plan.tasks()) == 1
+    again = pickle.loads(pickle.dumps(plan))  # a plan is a value: it pickles and runs elsewhere
+    assert again.version == plan.version and again.segments == plan.segments
+    pd.testing.assert_frame_equal(_as_frame(again.to_table()), df, check_freq=False)
 
 
 def test_scan_prunes_before_fetching(slib: Any) -> None:

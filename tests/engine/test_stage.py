@@ -194,3 +194,17 @@ def test_a_job_tag_lets_an_abort_find_every_entry_of_its_job() -> None:
     assert len(lib.read("s").data) == 4
     with pytest.raises(UserInputException, match="job must be"):
         lib.stage("s", df, job="a/b")
+
+
+def test_sort_and_finalize_refuses_staged_frames_whose_schemas_differ() -> None:
+    import arcticlite as adb
+    from arcticlite.exceptions import SchemaException, SortingException
+
+    lib = adb.Arctic("mem://").create_library("schemas")
+    lib.stage("s", pd.DataFrame({"x": [1, 2]}, index=pd.date_range("2024", periods=2)))
+    lib.stage("s", pd.DataFrame({"x": ["a", "b"]}, index=pd.date_range("2023", periods=2)))
+    with pytest.raises(SchemaException, match="x: int64 vs x: string"):
+        lib.sort_and_finalize_staged_data("s")
+    assert not lib.has_symbol("s")
+    with pytest.raises(SortingException, match="NaT"):
+        lib.stage("t", pd.DataFrame({"x": [1, 2]}, index=pd.DatetimeIndex(["2024", None])), validate_index=False)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from enginehelpers import all_options, assert_frame_equal, frame, versions_of
+from enginehelpers import all_options, assert_frame_equal, effective_options, frame, versions_of
 
 from arcticlite import Library, QueryBuilder, VersionedItem
 from arcticlite.exceptions import (
@@ -519,4 +519,4 @@ def test_get_description_kinds(lib: Library) -> None:
 
 def test_options_and_name(lib: Library, library_options: object) -> None:
     assert lib.name == "lib"
-    assert lib.options() == library_options
+    assert lib.options() == effective_options(library_options)

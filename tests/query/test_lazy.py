@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -109,3 +110,43 @@ def test_read_batch_and_join(two: Library) -> None:
         two.read_batch_and_join(["a", "missing"], QueryBuilder().concat())
     with pytest.raises(UserInputException, match="concat"):
         two.read("a", query_builder=QueryBuilder().concat())
+
+
+def test_arcticdb_conveniences_of_lazy_frames_and_joins() -> None:
+    """``**``, ``lazy_df["c"] = expr``, Series joins and pickled collections, as in ArcticDB."""
+    import pickle
+
+    import arcticlite as adb
+
+    lib = adb.Arctic("mem://").create_library("conv")
+    lib.write("s", pd.DataFrame({"a": np.array([1, 2, 3], "int64")}))
+    q = adb.QueryBuilder()
+    assert lib.read("s", query_builder=q.apply("c", q["a"] ** 2)).data["c"].tolist() == [1, 4, 9]
+    q = adb.QueryBuilder()
+    assert len(lib.read("s", query_builder=q[q["a"] < 2**70]).data) == 3  # beyond int64: compared exactly
+    lazy = lib.read("s", lazy=True)
+    lazy["d"] = lazy["a"] * 10
+    assert lazy.collect().data["d"].tolist() == [10, 20, 30]
+    lib.write("x1", pd.Series([1, 2], index=pd.date_range("2024", periods=2), name="x"))
+    lib.write("x2", pd.Series([3], index=pd.date_range("2025", periods=1), name="x"))
+    joined = adb.concat(lib.read_batch(["x1", "x2"], lazy=True)).collect().data
+    assert isinstance(joined, pd.Series) and joined.name == "x" and joined.tolist() == [1, 2, 3]
+    coll = pickle.loads(pickle.dumps(lib.read_batch(["x1", "x2"], lazy=True)))
+    assert [item.data.tolist() for item in coll.collect()] == [[1, 2], [3]]
+
+
+def test_joins_of_different_time_zones_become_naive_utc_as_in_arcticdb() -> None:
+    import arcticlite as adb
+
+    lib = adb.Arctic("mem://").create_library("tz")
+    lib.write("ny", pd.DataFrame({"v": [1, 2]}, index=pd.date_range("2024-01-01", periods=2, tz="US/Eastern")))
+    lib.write("naive", pd.DataFrame({"v": [3]}, index=pd.date_range("2024-02-01", periods=1)))
+    lib.write("ny2", pd.DataFrame({"v": [4]}, index=pd.date_range("2024-03-01", periods=1, tz="US/Eastern")))
+    mixed = adb.concat(lib.read_batch(["ny", "naive"], lazy=True)).collect().data
+    assert str(mixed.index.dtype) == "datetime64[ns]"
+    assert list(mixed.index.astype(str)) == ["2024-01-01 05:00:00", "2024-01-02 05:00:00", "2024-02-01 00:00:00"]
+    same = adb.concat(lib.read_batch(["ny", "ny2"], lazy=True)).collect().data
+    assert str(same.index.tz) == "US/Eastern"
+    coll = adb.LazyDataFrameCollection(lib.read_batch(["ny", "ny2"], lazy=True).split())
+    coll["w"] = coll["v"] * 2
+    assert [item.data["w"].tolist() for item in coll.collect()] == [[2, 4], [8]]
