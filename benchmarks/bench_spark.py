@@ -117,6 +117,11 @@ def worker(d: str, fmt: str, op: str, cores: int, rows: int) -> dict[str, Any]:
     return {"fmt": fmt, "op": op, "cores": cores, "seconds": seconds, "rows": n}
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (the machine may be shared)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000_000)
@@ -138,6 +143,7 @@ def main() -> None:
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [REPO]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     me = [sys.executable, os.path.abspath(__file__), "--rows", str(a.rows), "--dir", d]
+    print(f"load average before: {_load()}", flush=True)
     t = time.perf_counter()
     subprocess.run([*me, "--setup"], check=True, env=env, cwd=REPO)
     print(f"setup ({a.rows:,} rows, arcticlite + Parquet): {time.perf_counter() - t:.1f}s", flush=True)
@@ -154,7 +160,9 @@ def main() -> None:
             res = json.loads(line[len("RESULT "):])
             results[(fmt, op, cores)].append(res["seconds"])
             rows_of[(fmt, op, cores)] = res["rows"]
-            print(f"  run {r + 1}: {fmt:10s} {op:5s} local[{cores}] {res['seconds']:.2f}s", flush=True)
+            print(f"  run {r + 1}: {fmt:10s} {op:5s} local[{cores}] {res['seconds']:.2f}s  (load {_load()})",
+                  flush=True)
+    print(f"load average after: {_load()}", flush=True)
     med = {k: statistics.median(v) for k, v in results.items()}
     print(f"\n{a.rows:,} rows x 10 columns, {a.runs} run(s) each; seconds: median (min-max)")
     print(f"{'format':10s} {'op':6s} {'cores':5s} {'seconds':>22s} {'rows/s':>12s}")

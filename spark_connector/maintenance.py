@@ -7,18 +7,29 @@ from typing import Any
 from spark_connector.source import open_library
 
 
+def _execute(task: Any) -> Any:
+    """Run one ``CompactionTask`` on an executor: its new leaf rows (a numpy structured array)."""
+    return task.execute()
+
+
 def compact(spark: Any, uri: str, library: str, symbol: str, rows_per_segment: int | None = None,
             prune_previous_versions: bool | None = None) -> Any:
-    """Compact ``symbol``'s small segments into ``rows_per_segment``-row ones as one version.
+    """Compact ``symbol``'s small (or oversized) row slices into ``rows_per_segment``-row ones
+    as one new version, the rewrite running on Spark's executors.
 
-    The public API has no per-group compaction a Spark task could run (a ``compact_data`` that
-    rewrites chosen row ranges and returns descriptors, and a commit of those descriptors), so
-    the rewrite runs on the driver through ``Library.compact_data``; ``spark`` is accepted so
-    that callers need not change when the work moves to executors. Returns the
-    ``VersionedItem`` of the compacted (or unchanged) version.
+    The driver plans with ``Library.compact_data_tasks`` (one picklable ``CompactionTask`` per
+    run of row slices to rewrite); Spark runs one task per ``CompactionTask`` (each reads its
+    run from the store and writes the new segments, returning their leaf rows); the driver
+    commits every result once with ``Library.commit_compaction`` (rebased on rows appended
+    meanwhile; a symbol rewritten meanwhile raises ``CommitConflictError``). Returns the
+    ``VersionedItem`` of the compacted version, or of the current one when there is nothing to
+    do (no Spark job then). If a task fails, nothing is committed; the segments the other
+    tasks wrote are unreachable and ``Library.gc()`` removes them.
     """
     lib = open_library(uri, library)
-    plan = lib.compact_data_explain_plan(symbol, rows_per_segment)
-    if not plan.runs:
-        return lib.read_metadata(symbol)
-    return lib.compact_data(symbol, rows_per_segment, prune_previous_versions)
+    job = lib.compact_data_tasks(symbol, rows_per_segment)
+    if not job.tasks:
+        return lib.commit_compaction(job, [], prune_previous_versions)
+    n = len(job.tasks)
+    results = spark.sparkContext.parallelize(job.tasks, n).map(_execute).collect()
+    return lib.commit_compaction(job, results, prune_previous_versions)

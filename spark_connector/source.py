@@ -4,10 +4,13 @@ Read: the driver plans with ``Library.scan`` (one read of the version's index) a
 input partition per :class:`arcticlite.table.ScanTask`; executors run their task and yield
 Arrow record batches cast to the exact Arrow schema Spark expects.
 
-Write: executors stage their rows with ``Library.stage`` (Arrow in, segments out) and return
-the picklable ``StageResult`` s; the driver's ``commit`` finalizes exactly those results as
-one version (``finalize_staged_data``, falling back to ``sort_and_finalize_staged_data`` when
-the partitions' index ranges interleave); ``abort`` and failing tasks delete what they staged.
+Write: executors stage their rows with ``Library.stage`` (Arrow in, segments out), tagged with
+the write job's id (``job=``, made on the driver), and return the picklable ``StageResult`` s;
+the driver's ``commit`` finalizes exactly those results as one version
+(``finalize_staged_data``, falling back to ``sort_and_finalize_staged_data`` when the
+partitions' index ranges interleave); failing tasks delete what they staged, and ``abort``
+deletes every staged entry of its own job (``delete_staged_data(symbol, job=...)``), never
+another job's.
 """
 
 from __future__ import annotations
@@ -39,8 +42,11 @@ from spark_connector import types as ty
 
 FORMAT = "arcticlite"
 DEFAULT_STAGE_ROWS = 1_000_000
-#: how long ``abort`` keeps sweeping staged entries that killed tasks may still be writing
-ABORT_SETTLE_SECONDS = 3.0
+#: how long ``abort`` keeps deleting its job's staged entries that a killed task's Python
+#: worker may still be writing (only when a task did not report)
+ABORT_SETTLE_SECONDS = 1.0
+#: prefix of the job tag of a Spark write (``spark.<32 hex digits>``: 38 characters)
+JOB_PREFIX = "spark."
 
 _libs: dict[tuple[int, str, str], Any] = {}
 _libs_lock = threading.Lock()
@@ -372,6 +378,8 @@ class ArcticLiteWriter(DataSourceArrowWriter):
         self.schema = schema
         self.overwrite = overwrite
         self.skip = False
+        # made on the driver, pickled with the writer to every task: tags what this job stages
+        self.job = new_job_tag()
         if options.if_exists in ("error", "ignore"):
             lib = open_library(options.uri, options.library)
             if lib.has_symbol(options.symbol):
@@ -386,7 +394,7 @@ class ArcticLiteWriter(DataSourceArrowWriter):
         if ic is not None and ic not in table.column_names:
             raise UserInputException(f"index_column {ic!r} is not a column of the DataFrame")
         return lib.stage(self.opts.symbol, table, index_column=ic or False, validate_index=False,
-                         sort_on_index=ic is not None)
+                         sort_on_index=ic is not None, job=self.job)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedMessage:
         from pyspark import TaskContext
@@ -436,6 +444,7 @@ class ArcticLiteWriter(DataSourceArrowWriter):
             if self.overwrite or not lib.has_symbol(self.opts.symbol):
                 empty = ty.to_store(ty.arrow_schema(self.schema).empty_table())
                 lib.write(self.opts.symbol, empty, index_column=self.opts.index_column or False)
+            self._forget_job(lib)
             return
         try:
             try:
@@ -446,19 +455,28 @@ class ArcticLiteWriter(DataSourceArrowWriter):
                 # partitions' index ranges interleave: merge them (rewrites the staged rows)
                 lib.sort_and_finalize_staged_data(self.opts.symbol, mode=mode, stage_results=results)
         except BaseException:
-            try:
-                lib.delete_staged_data(results)
-            except Exception:  # noqa: BLE001
-                pass
+            self._forget_job(lib)
             raise
+        # entries of this job that were not committed (an attempt Spark did not pick, e.g. a
+        # speculative duplicate) are left over: delete them too
+        self._forget_job(lib)
+
+    def _forget_job(self, lib: Any) -> None:
+        """Delete every staged entry of this job (best effort)."""
+        try:
+            lib.delete_staged_data(self.opts.symbol, job=self.job)
+        except Exception:  # noqa: BLE001 - an error of the job itself matters more
+            pass
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Delete what this job staged.
+        """Delete every staged entry of this job, and nothing of another job.
 
-        Successful tasks' results are listed in ``messages``; a failed or killed task's message
-        is ``None`` and its staged entries are unknown here (the public API cannot list staged
-        entries by job), so then every staged entry of the symbol is deleted. Their segments
-        become unreachable and ``Library.gc()`` removes them.
+        Reported results are deleted as listed; then every entry tagged with this job's id
+        (``delete_staged_data(symbol, job=...)``), which covers tasks that failed or were killed
+        before reporting. A killed task's Python worker may still be staging while ``abort``
+        runs, so when a task did not report, the job's entries are deleted again for
+        ``ABORT_SETTLE_SECONDS``. Their segments become unreachable and ``Library.gc()``
+        removes them.
         """
         if self.skip:
             return
@@ -466,16 +484,17 @@ class ArcticLiteWriter(DataSourceArrowWriter):
         results = [r for m in messages if isinstance(m, StagedMessage) for r in m.results]
         if results:
             lib.delete_staged_data(results)
+        lib.delete_staged_data(self.opts.symbol, job=self.job)
         if any(not isinstance(m, StagedMessage) for m in messages) or not messages:
-            # A killed task's Python worker may still be staging while abort runs: sweep, then
-            # sweep again until the symbol has stayed clean for a while (best effort; what is
-            # staged later is unreachable data that gc() removes once the entry is deleted).
             deadline = time.monotonic() + ABORT_SETTLE_SECONDS
-            lib.delete_staged_data(self.opts.symbol)
             while time.monotonic() < deadline:
                 time.sleep(0.25)
-                if self.opts.symbol in lib.get_staged_symbols():
-                    lib.delete_staged_data(self.opts.symbol)
+                lib.delete_staged_data(self.opts.symbol, job=self.job)
+
+
+def new_job_tag() -> str:
+    """A fresh tag for the staged entries of one Spark write job."""
+    return JOB_PREFIX + uuid.uuid4().hex
 
 
 # ---------------------------------------------------------------------------------------------

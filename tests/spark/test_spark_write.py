@@ -12,6 +12,13 @@ pytest.importorskip("pyspark")
 
 import arcticlite as adb  # noqa: E402
 import spark_connector  # noqa: E402
+from spark_connector.source import (  # noqa: E402
+    JOB_PREFIX,
+    ArcticLiteWriter,
+    StagedMessage,
+    WriteOptions,
+    new_job_tag,
+)
 
 
 def _events(spark: Any, start: int, n: int, parts: int = 2) -> Any:
@@ -66,6 +73,12 @@ def test_library_write_read_by_spark_and_back(spark: Any, lib: Any, reader: Any,
 
 def test_failed_task_leaves_no_version_and_no_staged_data(spark: Any, lib: Any, writer: Any) -> None:
     writer(_events(spark, 0, 100)).option("index_column", "ts").mode("overwrite").save("f")
+    # another job staging the same symbol meanwhile (a Spark write's tag, and an untagged one)
+    later = pd.DataFrame({"id": [10_000, 10_001], "g": np.array([0, 1], dtype="int32"), "s": ["s0", "s1"],
+                          "x": [0.5, 1.5]},
+                         index=pd.DatetimeIndex(["2100-01-01", "2100-01-02"], tz="UTC", name="ts"))
+    other = lib.stage("f", later.iloc[:1], job=new_job_tag())
+    untagged = lib.stage("f", later.iloc[1:])
     from pyspark.sql import functions as F
 
     bad = _events(spark, 100, 4000, parts=4).withColumn(
@@ -73,11 +86,47 @@ def test_failed_task_leaves_no_version_and_no_staged_data(spark: Any, lib: Any, 
     with pytest.raises(Exception, match="injected failure"):
         writer(bad).option("index_column", "ts").option("stage_rows", "500").mode("append").save("f")
     assert len(lib.list_versions("f")) == 1 and len(lib.read("f").data) == 100
+    # the failed job's abort deleted its own entries only: the other job's are still there
+    lib.finalize_staged_data("f", mode="append", stage_results=[other, untagged])
+    assert list(lib.read("f").data["id"].iloc[-2:]) == [10_000, 10_001]
     assert lib.get_staged_symbols() == []
     report = lib.gc(grace_period=0)  # what the failed job wrote is unreachable and goes now
     assert report.deleted >= 1
     assert lib.gc(grace_period=0).unreachable == 0
-    assert len(lib.read("f").data) == 100
+    assert len(lib.read("f").data) == 102
+
+
+def test_abort_deletes_its_jobs_late_entries_only(lib: Any, lmdb_uri: str) -> None:
+    """A task that died before reporting (message None) still had its entries deleted, by job."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    opts = WriteOptions.parse({"uri": lmdb_uri, "library": "lib", "path": "a"}, overwrite=False)
+    schema = StructType([StructField("id", LongType())])
+    w1 = ArcticLiteWriter(opts, schema, overwrite=False)
+    w2 = ArcticLiteWriter(opts, schema, overwrite=False)
+    assert w1.job != w2.job and w1.job.startswith(JOB_PREFIX) and len(w1.job) <= 64
+    frame = pd.DataFrame({"id": np.arange(3)})
+    reported = lib.stage("a", frame, job=w1.job)
+    lib.stage("a", frame, job=w1.job)  # staged by a task that died before reporting
+    survivor = lib.stage("a", frame, job=w2.job)
+    w1.abort([StagedMessage(0, 0, [reported], 3), None])
+    item = lib.finalize_staged_data("a", stage_results=[survivor])
+    assert len(lib.read("a", as_of=item.version).data) == 3
+    with pytest.raises(Exception, match="E_NO_STAGED_SEGMENTS"):
+        lib.finalize_staged_data("a", mode="append")  # nothing of w1's job is left
+
+
+def test_commit_deletes_its_jobs_unreported_entries(lib: Any, lmdb_uri: str) -> None:
+    """Entries of the job that the commit does not use (an attempt Spark did not pick) go."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    opts = WriteOptions.parse({"uri": lmdb_uri, "library": "lib", "path": "u"}, overwrite=True)
+    w = ArcticLiteWriter(opts, StructType([StructField("id", LongType())]), overwrite=True)
+    frame = pd.DataFrame({"id": np.arange(3)})
+    used = lib.stage("u", frame, job=w.job)
+    lib.stage("u", frame, job=w.job)  # a speculative duplicate attempt's entry
+    w.commit([StagedMessage(0, 0, [used], 3)])
+    assert len(lib.read("u").data) == 3 and lib.get_staged_symbols() == []
 
 
 def test_concurrent_appends_both_land(spark: Any, lib: Any, writer: Any) -> None:
@@ -122,16 +171,41 @@ def test_errorifexists_and_ignore(spark: Any, lib: Any, writer: Any, lmdb_uri: s
     assert len(lib.read("m").data) == 25
 
 
-def test_compact_helper(spark: Any, lib: Any, lmdb_uri: str, reader: Any, writer: Any) -> None:
-    for i in range(6):  # 6 small row groups
-        writer(_events(spark, 10 * i, 10, parts=1)).option("index_column", "ts") \
-            .mode("overwrite" if i == 0 else "append").save("frag")
-    before = lib.compact_data_explain_plan("frag", 100)
-    assert before.runs
-    spark_connector.compact(spark, lmdb_uri, "lib", "frag", rows_per_segment=100)
+def test_compact_runs_one_spark_task_per_compaction_task(spark: Any, lib: Any, lmdb_uri: str,
+                                                          reader: Any) -> None:
+    def frame(start: int, n: int) -> pd.DataFrame:
+        return pd.DataFrame({"id": np.arange(start, start + n), "x": np.arange(start, start + n) / 3.0},
+                            index=pd.date_range("2024-01-01", periods=n, freq="s", tz="UTC", name="ts")
+                            + pd.Timedelta(seconds=start))
+
+    # finalizing staged pieces references them as they are: small row slices (appends would
+    # fill the last slice up instead)
+    pieces = [frame(10 * i, 10) for i in range(6)]  # small row slices ...
+    pieces.append(frame(60, 300))  # ... full ones ...
+    pieces += [frame(360 + 10 * i, 10) for i in range(5)]  # ... small ones again: two runs
+    lib.finalize_staged_data("frag", stage_results=[lib.stage("frag", p) for p in pieces])
+    before = lib.read("frag").data
+    plan = lib.compact_data_explain_plan("frag", 100)
+    assert plan.will_do_work and len(plan.runs) == 2
+    sc = spark.sparkContext
+    sc.setJobGroup("arcticlite-compact-test", "compact")
+    try:
+        item = spark_connector.compact(spark, lmdb_uri, "lib", "frag", rows_per_segment=100)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    jobs = tracker.getJobIdsForGroup("arcticlite-compact-test")
+    assert len(jobs) == 1
+    stages = tracker.getJobInfo(jobs[0]).stageIds
+    assert sum(tracker.getStageInfo(s).numTasks for s in stages) == len(plan.runs)
+    assert item.version == plan.version_id_after
+    pd.testing.assert_frame_equal(lib.read("frag").data, before)
     after = lib.compact_data_explain_plan("frag", 100)
-    assert not after.runs and after.segments_before < before.segments_before
-    assert sorted(r["id"] for r in reader().load("frag").collect()) == list(range(60))
+    assert not after.will_do_work and after.row_slices_before == plan.row_slices_after
+    assert sorted(r["id"] for r in reader().load("frag").collect()) == list(range(410))
+    # nothing left to do: no Spark job, the current version back
+    again = spark_connector.compact(spark, lmdb_uri, "lib", "frag", rows_per_segment=100)
+    assert again.version == item.version
 
 
 def test_s3_round_trip(spark: Any, s3_uri: str) -> None:
