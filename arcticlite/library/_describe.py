@@ -8,35 +8,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from arcticlite import format as fermion
 from arcticlite.index import FLAG_OPEN_TAIL, hex_digests
 from arcticlite.library._types import NameWithDType, SymbolDescription
+from arcticlite.normalize import type_name
 from arcticlite.storage import KVStore
 from arcticlite.table import meta_of, schema_of
 from arcticlite.version import LibraryKeys, VersionRecord
 
-_TYPE_NAMES = {
-    pa.int8(): "INT8", pa.int16(): "INT16", pa.int32(): "INT32", pa.int64(): "INT64",
-    pa.uint8(): "UINT8", pa.uint16(): "UINT16", pa.uint32(): "UINT32", pa.uint64(): "UINT64",
-    pa.float32(): "FLOAT32", pa.float64(): "FLOAT64", pa.bool_(): "BOOL8",
-    pa.string(): "UTF_DYNAMIC64", pa.large_string(): "UTF_DYNAMIC64",
-    pa.binary(): "ASCII_DYNAMIC64", pa.large_binary(): "ASCII_DYNAMIC64",
-}
-
 
 def utc(ns: int) -> pd.Timestamp:
     return pd.Timestamp(ns, unit="ns", tz="UTC")
-
-
-def type_name(t: pa.DataType) -> str:
-    """ArcticDB's name of a stored type (``FLOAT64``, ``NANOSECONDS_UTC64``, ...)."""
-    if t in _TYPE_NAMES:
-        return _TYPE_NAMES[t]
-    if pa.types.is_timestamp(t):
-        return "NANOSECONDS_UTC64"
-    return str(t).upper()
 
 
 def describe(rec: VersionRecord) -> SymbolDescription:

@@ -23,7 +23,6 @@ from arcticlite.exceptions import (
     InternalException,
     NoDataFoundException,
     NoSuchVersionException,
-    SortingException,
     StorageException,
     UnsortedDataException,
     UserInputException,
@@ -575,10 +574,6 @@ class Library:
                 table = table.sort_by(keys)
         elif validate_index:
             self._check_sorted(table, meta, "stage")
-        if meta.index_kind == "datetime" and table.num_rows and table.column(0).null_count:
-            raise SortingException(
-                f"E_UNSORTED_DATA staged data of {sym!r} has NaT in its index: a NaT cannot be ordered; "
-                "drop or fill those rows before staging")
         key = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta), job)
         return StageResult(symbol=sym, staged_keys=(key,))
 

@@ -19,7 +19,7 @@ from arcticlite.normalize._frames import (
     with_string_format,
 )
 from arcticlite.normalize._meta import FORMAT_VERSION, NormMeta
-from arcticlite.normalize._schema import common_meta, common_schema, sortedness
+from arcticlite.normalize._schema import common_meta, common_schema, sortedness, type_name
 from arcticlite.normalize._time import as_of_to_ns, to_ns_bound
 
 __all__ = [
@@ -39,5 +39,6 @@ __all__ = [
     "normalize",
     "sortedness",
     "to_ns_bound",
+    "type_name",
     "with_string_format",
 ]

@@ -72,8 +72,33 @@ def _check_index(old: NormMeta, new: NormMeta, stored_rows: int | None) -> None:
         )
 
 
+_TYPE_NAMES = {
+    pa.int8(): "INT8", pa.int16(): "INT16", pa.int32(): "INT32", pa.int64(): "INT64",
+    pa.uint8(): "UINT8", pa.uint16(): "UINT16", pa.uint32(): "UINT32", pa.uint64(): "UINT64",
+    pa.float32(): "FLOAT32", pa.float64(): "FLOAT64", pa.bool_(): "BOOL8",
+    pa.string(): "UTF_DYNAMIC64", pa.large_string(): "UTF_DYNAMIC64",
+    pa.binary(): "ASCII_DYNAMIC64", pa.large_binary(): "ASCII_DYNAMIC64",
+}
+
+
+def type_name(typ: pa.DataType) -> str:
+    """ArcticDB's name of a stored type (``INT64``, ``FLOAT64``, ``UTF_DYNAMIC64``,
+    ``NANOSECONDS_UTC64``, ...; other Arrow types by their Arrow name, upper case)."""
+    if typ in _TYPE_NAMES:
+        return _TYPE_NAMES[typ]
+    if pa.types.is_timestamp(typ):
+        return "NANOSECONDS_UTC64"
+    if pa.types.is_dictionary(typ) and _is_text_type(typ.value_type):
+        return "UTF_DYNAMIC64"
+    return str(typ).upper()
+
+
+def _is_text_type(typ: pa.DataType) -> bool:
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ)
+
+
 def _describe(typ: pa.DataType, hint: str) -> str:
-    return f"{typ}" + (f" ({hint})" if hint else "")
+    return type_name(typ) + (f" ({hint})" if hint else "")
 
 
 def _fields(meta: NormMeta, schema: pa.Schema) -> list[tuple[str, Any, pa.DataType, str]]:

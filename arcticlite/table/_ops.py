@@ -25,6 +25,7 @@ from arcticlite.exceptions import (
     InternalException,
     NormalizationException,
     SchemaException,
+    SortingException,
     UnsortedDataException,
 )
 from arcticlite.index import (
@@ -391,6 +392,10 @@ class Finalize(Operation):
     def __init__(self, engine: TableEngine, sym: str, staged: list[Any], *, append: bool,
                  metadata: bytes | None) -> None:
         super().__init__(engine, sym)
+        if any(s.header.get("nat") for s in staged):
+            raise SortingException(
+                f"E_UNSORTED_DATA staged data of {sym!r} has NaT in its index: a NaT cannot be ordered; "
+                "delete the staged data (delete_staged_data) and stage it without those rows")
         meta = norm.NormMeta.from_json(staged[0].header["norm"])
         is_dt = meta.index_kind == "datetime"
         if is_dt:
@@ -400,7 +405,8 @@ class Finalize(Operation):
             if s.schema != schema:
                 if not engine.options.dynamic_schema:
                     raise SchemaException(
-                        f"staged data of {sym!r} has differing schemas ({schema} vs {s.schema}); "
+                        f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing schemas "
+                        f"({_types(schema)} vs {_types(s.schema)}); "
                         "stage frames with identical columns or use a dynamic-schema library"
                     )
                 schema = pa.unify_schemas([schema, s.schema], promote_options="permissive")
@@ -448,7 +454,7 @@ class Finalize(Operation):
             raise SchemaException(str(exc)) from exc
         if self.is_dt and self.first is not None and base.last_index is not None and self.first < base.last_index:
             raise AppendOrderException(
-                f"E_UNSORTED_DATA: staged data of {sym!r} starts before the last stored row; "
+                f"E_UNSORTED_DATA: cannot append staged data of {sym!r}: it starts before the last stored row; "
                 "use finalize in write mode or stage later data"
             )
         lv = shifted(self.new_leaves, brows, row_numbers_index=not self.is_dt)
@@ -459,6 +465,10 @@ class Finalize(Operation):
             last=self.last if self.last is not None else base.last_index,
             sorted_=self.sorted if base.sorted == self.sorted else "UNSORTED", metadata=self.metadata,
         )
+
+
+def _types(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {norm.type_name(f.type)}" for f in schema)
 
 
 class Compact(Operation):

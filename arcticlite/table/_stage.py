@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from arcticlite import normalize as norm
 from arcticlite._envelope import KIND_STAGED, seal, unseal
-from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.exceptions import SchemaException, SortingException, UserInputException
 from arcticlite.index import ROW_DTYPE
 from arcticlite.table._ops import TableEngine, index_bounds
 from arcticlite.table._read import schema_bytes, schema_from
@@ -63,11 +63,12 @@ def stage(engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, s
     leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
     first, last = index_bounds(table, meta)
-    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_, job)
+    nat = meta.index_kind == "datetime" and table.num_rows > 0 and table.column(0).null_count > 0
+    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_, job, nat=nat)
 
 
 def record(engine: TableEngine, sym: str, leaves: np.ndarray, meta: norm.NormMeta, schema: pa.Schema,
-           first: int | None, last: int | None, sorted_: str, job: str | None = None) -> str:
+           first: int | None, last: int | None, sorted_: str, job: str | None = None, *, nat: bool = False) -> str:
     """Record already written segments as one staged entry; returns its key. ``job`` tags the
     key (``{time}-{job}-{random}``), so that every entry of one job can be found and aborted."""
     tag = check_job(job)
@@ -75,7 +76,7 @@ def record(engine: TableEngine, sym: str, leaves: np.ndarray, meta: norm.NormMet
     key = engine.keys.staged(sym, token)
     sb = schema_bytes(schema)
     header = {"norm": meta.to_json().decode(), "first": first, "last": last,
-              "sorted": sorted_, "schema_len": len(sb), "rows": len(leaves)}
+              "sorted": sorted_, "schema_len": len(sb), "rows": len(leaves), "nat": nat}
     engine.store.write(key, seal(KIND_STAGED, header, sb + leaves.tobytes()))
     return key
 
@@ -94,7 +95,7 @@ def entries(engine: TableEngine, sym: str, keys: list[str] | None = None) -> lis
 
 
 def _describe(schema: pa.Schema, n_index: int) -> str:
-    return ", ".join(f"{f.name}: {f.type}" for f in list(schema)[n_index:])
+    return ", ".join(f"{f.name}: {norm.type_name(f.type)}" for f in list(schema)[n_index:])
 
 
 def staged_symbols(engine: TableEngine) -> list[str]:
@@ -112,8 +113,17 @@ def staged_keys(engine: TableEngine, sym: str, job: str | None = None) -> list[s
     return [k for k in keys if tag in k.rsplit("/", 1)[-1][20:]]
 
 
+def refuse_nat(sym: str, staged: list[StagedEntry]) -> None:
+    """A NaT in a staged index cannot be ordered: finalizing it is refused (as ArcticDB does)."""
+    if any(e.header.get("nat") for e in staged):
+        raise SortingException(
+            f"E_UNSORTED_DATA staged data of {sym!r} has NaT in its index: a NaT cannot be ordered; "
+            "delete the staged data (delete_staged_data) and stage it without those rows")
+
+
 def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> StagedEntry:
     """The rows of ``staged`` merged, sorted by index and rewritten as one (unrecorded) entry."""
+    refuse_nat(sym, staged)
     meta = staged[0].meta
     n_index = len(meta.index_columns)
     if not engine.options.dynamic_schema:
