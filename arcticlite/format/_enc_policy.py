@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["POLICIES", "READ", "SIZE", "WRITE", "Policy", "current", "run_with"]
+__all__ = ["POLICIES", "READ", "REUSE", "SIZE", "WRITE", "Policy", "current", "run_with"]
 
 T = TypeVar("T")
 
@@ -41,6 +41,14 @@ class Policy:
     min_avg_run: int
     #: Whether cascades and codecs are tried at all (else plain or constant pages only).
     cascades: bool = True
+    #: Choices of scheme, mode and codec shared by the files of one bulk write, by stream:
+    #: a stream reuses its choice for :data:`REUSE` pages before searching again (None: every
+    #: page searches). Not part of the policy's identity.
+    memo: dict[Any, Any] | None = field(default=None, compare=False)
+
+
+#: Pages that reuse a stream's remembered encoding choice before it is searched again.
+REUSE = 15
 
 
 SIZE = Policy("size", zstd=True, min_avg_run=4)

@@ -17,6 +17,7 @@ __all__ = [
     "MIN_SAVING",
     "ZSTD_LEVELS",
     "choose_codec",
+    "choose_codec_blob",
     "compress_best",
     "compress_if_it_pays",
     "decompress",
@@ -135,6 +136,11 @@ def choose_codec(variants: list[bytes]) -> tuple[int, int | None, int]:
     """
     i, codec, level, _ = _choose(variants)
     return i, codec, level
+
+
+def choose_codec_blob(variants: list[bytes]) -> tuple[int, int | None, int, bytes]:
+    """:func:`choose_codec` and the blob it chooses (:func:`compress_best`), in one pass."""
+    return _choose(variants)
 
 
 def compress_best(variants: list[bytes]) -> bytes:

@@ -98,6 +98,7 @@ from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileE
 from arcticlite.format import _enc_binary as _bin
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
+from arcticlite.format._enc_policy import REUSE
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -139,6 +140,7 @@ from arcticlite.format._enc_spec import (
 )
 from arcticlite.format._enc_wrap import (
     choose_codec,
+    choose_codec_blob,
     compress_best,
     compress_if_it_pays,
     decompress,
@@ -184,7 +186,8 @@ def _as_fixed_input(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bool = True) -> bytes:
+def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bool = True,
+                 key: Any = None) -> bytes:
     """Encode a 1-D numeric array into a self-describing blob.
 
     Parameters
@@ -198,6 +201,11 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
         Whether to run the incompressibility test on floats. Callers that already ran it
         (:func:`incompressible_many` returned False for ``values``) pass False: the blob is
         the same, the test is not paid twice.
+    key : hashable, optional
+        The stream these values belong to. When the writer's policy carries a memo (a bulk
+        write of many files with one schema), the stream's scheme, mode and codec are chosen
+        on its first page and reused for the next :data:`~._enc_policy.REUSE` pages: each
+        such page is encoded once instead of searched (plain where the scheme does not pay).
 
     Returns
     -------
@@ -223,8 +231,18 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
         return encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)[0]
     if n > WHOLE_CHOICE_LIMIT:
         return _encode_sampled(xi, floats)
-    variants = [b for b, _ in _variants(xi, floats)]
-    return compress_best(variants)
+    memo = _policy().memo if key is not None else None
+    if memo is not None:
+        entry = memo.get(key)
+        if entry is not None and entry[4] > 0:
+            scheme, mode, codec, level, left = entry
+            memo[key] = (scheme, mode, codec, level, left - 1)
+            return compress_if_it_pays(encode_scheme(xi, scheme, 0, mode, floats), codec, level)
+    variants = _variants(xi, floats)
+    i, codec, level, blob = choose_codec_blob([b for b, _ in variants])
+    if memo is not None:
+        memo[key] = (SCHEME_OF_ID.get(variants[i][0][0], "plain"), variants[i][1], codec, level, REUSE)
+    return blob
 
 
 #: Float arrays at least this long first go through a cheap incompressibility test.

@@ -70,11 +70,13 @@ class FixedPage:
     without that test.
     """
 
-    __slots__ = ("vals", "stats", "valid", "count", "plain")
+    __slots__ = ("vals", "stats", "valid", "count", "plain", "key")
 
-    def __init__(self, vals: np.ndarray, stats: str, valid: np.ndarray | None, count: int) -> None:
+    def __init__(self, vals: np.ndarray, stats: str, valid: np.ndarray | None, count: int,
+                 key: Any = None) -> None:
         self.vals, self.stats, self.valid, self.count = vals, stats, valid, count
         self.plain = False
+        self.key = key  # the stream, for a bulk write's memo of encoding choices
 
     def __call__(self) -> PageOut:
         v = self.vals
@@ -85,7 +87,7 @@ class FixedPage:
             blob: tuple[tuple[Any, ...], int, int, int] = ((head, body), 1 + body.nbytes,
                                                            h.intdigest(), head[0])
         else:
-            blob = _blob(_codec.encode_fixed(np.ascontiguousarray(v), gate=False))
+            blob = _blob(_codec.encode_fixed(np.ascontiguousarray(v), gate=False, key=self.key))
         count, valid, stats = self.count, self.valid, self.stats
         nulls = _nulls(count, valid)
         if stats and count:

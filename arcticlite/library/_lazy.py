@@ -316,6 +316,8 @@ def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequ
                 f[c] = _backfill(dtypes[c], len(f))
         parts.append(f[columns])
     joined = pd.concat(parts, ignore_index=kinds == {"range"})
+    if not columns and kinds == {"range"}:
+        joined = joined.iloc[:0]  # rows of a row-numbered join without a column: none (ArcticDB)
     versions = [VersionedItem(symbol=it.symbol, library=it.library, data=None, version=it.version,
                               metadata=it.metadata, host=it.host, timestamp=it.timestamp) for it in items]
     fmt = norm.OutputFormat(output_format or "pandas")

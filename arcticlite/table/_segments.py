@@ -119,10 +119,15 @@ def write_segments(
     # one pool task per segment: Fermion's own page parallelism only for a lone segment
     inner_parallel = len(tasks) == 1
 
+    # the segments of one column slice share their encoding choices: a column's scheme is
+    # searched on its first pages, then reused (and searched again every few pages)
+    choices: dict[tuple[str, ...], dict[Any, Any]] = {}
+
     def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, cols = task
+        memo = choices.setdefault(tuple(cols), {}) if len(tasks) > 1 else None
         body = fermion.encode(table.select(cols).slice(r0, r1 - r0), parallel=inner_parallel,
-                              page_size=PAGE_SIZE, optimize_for=optimize_for)
+                              page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo)
         return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)
 
     rows = np.zeros(len(tasks), dtype=ROW_DTYPE)

@@ -99,3 +99,28 @@ def test_write_policy_stores_every_page_plain() -> None:
 @given(tables())
 def test_write_policy_roundtrip(t: pa.Table) -> None:
     assert_same(decode(encode(t, optimize_for="write", page_size=512)), t)
+
+
+def test_files_of_one_bulk_write_share_encoding_choices() -> None:
+    """``choices=``: the segments of one write reuse each stream's scheme and codec (chosen on
+    the first file, searched again every few pages): same values back, about the same size."""
+    import numpy as np
+    import pyarrow as pa
+
+    from arcticlite import format as fermion
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    bid = np.round(100 + np.cumsum(rng.integers(-1, 2, 10 * n)) / 100, 2)
+    size = rng.integers(1, 50, 10 * n) * 100
+    parts = [pa.table({"bid": bid[k * n:(k + 1) * n], "size": size[k * n:(k + 1) * n]}) for k in range(10)]
+    choices: dict = {}
+    shared = [fermion.encode(t, optimize_for="read", parallel=False, choices=choices) for t in parts]
+    alone = [fermion.encode(t, optimize_for="read", parallel=False) for t in parts]
+    for blob, t in zip(shared, parts, strict=True):
+        assert fermion.decode(blob).equals(t)
+    assert choices  # the choices were remembered ...
+    assert sum(map(len, shared)) <= 1.05 * sum(map(len, alone))  # ... at about the same size
+    # a remembered scheme that does not fit later values falls back to plain, never to wrong data
+    odd = pa.table({"bid": rng.random(n), "size": rng.integers(-2**62, 2**62, n)})
+    assert fermion.decode(fermion.encode(odd, optimize_for="read", parallel=False, choices=choices)).equals(odd)
