@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.format import _layout as L
-from arcticlite.format._enc_policy import POLICIES, SIZE, run_with
+from arcticlite.format._enc_policy import POLICIES, REUSE, SIZE, run_with
 from arcticlite.format._encodings import incompressible_many
 from arcticlite.format._parallel import MIN_PARALLEL_BYTES, run_jobs
 from arcticlite.format._types import (
@@ -484,6 +484,30 @@ class FermionWriter:
             allowed = np.unique(np.concatenate([[0], np.cumsum(lens)]))
         self._write_stripe(stripe, allowed, wait)
 
+    def _gate(self, floats: list[FixedPage]) -> None:
+        """Mark the float pages the incompressibility test stores plain. With a bulk write's
+        memo of choices, a stream remembered as plain skips the test (for ``REUSE`` pages) and
+        one the test marks plain is remembered, like any other choice."""
+        memo = self._policy.memo
+        test = floats
+        if memo is not None:
+            test = []
+            for job in floats:
+                entry = memo.get(job.key)
+                if entry is not None and entry[0] == "plain" and entry[4] > 0:
+                    memo[job.key] = (*entry[:4], entry[4] - 1)
+                    job.plain = True
+                else:
+                    test.append(job)
+        if not test:
+            return
+        plain = incompressible_many([j.vals for j in test])
+        for job, flag in zip(test, plain.tolist(), strict=True):
+            if flag:
+                job.plain = True
+                if memo is not None and job.key is not None:
+                    memo[job.key] = ("plain", 0, None, 0, REUSE)
+
     def _write_stripe(self, table: pa.Table, allowed: np.ndarray | None, wait: bool = True) -> None:
         """Encode and write one stripe. With ``wait`` (every stripe but the one close() writes
         last) all of its pages are written before returning, since they may point into the
@@ -504,10 +528,7 @@ class FermionWriter:
             for a, b in _groups(work.weights, _GROUP_BYTES):
                 fa, fb = bisect.bisect_left(work.float_at, a), bisect.bisect_left(work.float_at, b)
                 if fb > fa:
-                    floats = work.floats[fa:fb]
-                    plain = incompressible_many([j.vals for j in floats])
-                    for job in itertools.compress(floats, plain.tolist()):
-                        job.plain = True
+                    self._gate(work.floats[fa:fb])
                 # a page stored plain costs a min/max and a checksum: not worth a thread hand-off
                 weights = [0 if type(j) is FixedPage and j.plain else w
                            for j, w in zip(work.jobs[a:b], work.weights[a:b], strict=True)]
