@@ -148,7 +148,8 @@ class Arctic:
                        output_format: Any = None, arrow_string_format_default: Any = None) -> Library:
         """Create a library; ``ValueError`` if it exists."""
         name = _check_library_name(name)
-        options = library_options or LibraryOptions()
+        options = dataclasses.replace(library_options) if library_options is not None else LibraryOptions()
+        options.validate()  # a caller may have set attributes since construction
         keys = LibraryKeys(name)
         self._store.write_if_absent(keys.config, seal(KIND_CONFIG, {"options": options.to_json(), "name": name}))
         if not self._store.write_if_absent(registry_key(name), seal(KIND_REGISTRY, {"name": name})):

@@ -9,6 +9,7 @@ class holds no data logic of its own: each method can be read in one place.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import re
 from typing import Any
@@ -144,8 +145,9 @@ class Library:
         return self._name
 
     def options(self) -> LibraryOptions:
-        """The options the library was created with."""
-        return self._options
+        """The options the library was created with (a copy: changing it changes nothing; use
+        ``Arctic.modify_library_option``)."""
+        return dataclasses.replace(self._options)
 
     def enterprise_options(self) -> EnterpriseLibraryOptions:
         """Enterprise options (accepted for compatibility; always the defaults)."""

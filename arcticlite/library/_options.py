@@ -33,7 +33,7 @@ class EnterpriseLibraryOptions:
     background_deletion: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class LibraryOptions:
     """Options of a library, fixed at creation (some modifiable with
     ``Arctic.modify_library_option``).
@@ -65,6 +65,11 @@ class LibraryOptions:
     prune_previous_versions: bool = False
 
     def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Refuse values a library cannot use (checked again when a library is created: the
+        options are mutable, as ArcticDB's are)."""
         for name in ("rows_per_segment", "columns_per_segment"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -261,3 +261,17 @@ def test_options_report_the_effective_encoding_version() -> None:
 
     lib = Arctic("mem://").create_library("ev")
     assert lib.options().encoding_version == EncodingVersion.V1
+
+
+def test_library_options_are_mutable_until_a_library_is_created_as_in_arcticdb() -> None:
+    opts = LibraryOptions()
+    opts.dynamic_schema = True
+    ac = Arctic("mem://")
+    lib = ac.create_library("m", opts)
+    assert lib.options().dynamic_schema is True
+    lib.options().dynamic_schema = False  # a copy: the library is not changed by it
+    assert lib.options().dynamic_schema is True
+    opts.rows_per_segment = 0
+    with pytest.raises(UnsupportedLibraryOptionValue):
+        ac.create_library("bad", opts)
+    assert not ac.has_library("bad")
