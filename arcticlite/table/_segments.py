@@ -548,7 +548,7 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
         for f in out_schema:
             col = group.get(f.name)
             if col is None:
-                chunks[f.name].append(_fill(f.type, nrows))
+                chunks[f.name].append(fill_missing(f.type, nrows))
             else:
                 chunks[f.name].extend(_cast(col, f.type).chunks)
 
@@ -573,7 +573,7 @@ def _cast(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
     return col.cast(typ)
 
 
-def _fill(typ: pa.DataType, n: int) -> pa.Array:
+def fill_missing(typ: pa.DataType, n: int) -> pa.Array:
     """Backfill of a column missing from a segment (dynamic schema): 0 for ints, NaN for
     floats, null otherwise -- as ArcticDB does."""
     if pa.types.is_integer(typ):

@@ -26,7 +26,7 @@ from arcticlite.exceptions import SchemaException, SortingException, UserInputEx
 from arcticlite.index import ROW_DTYPE
 from arcticlite.table._ops import TableEngine, index_bounds
 from arcticlite.table._read import schema_bytes, schema_from
-from arcticlite.table._segments import read_segments, write_segments
+from arcticlite.table._segments import fill_missing, read_segments, write_segments
 from arcticlite.version import unescape
 
 _JOB = re.compile(r"[A-Za-z0-9_.]{1,64}")
@@ -94,6 +94,19 @@ def entries(engine: TableEngine, sym: str, keys: list[str] | None = None) -> lis
     return out
 
 
+def _backfilled(tables: list[pa.Table]) -> list[pa.Table]:
+    """Dynamic schema: each table with the columns the others have, backfilled as a read backfills
+    a column a segment lacks (0 for integers, NaN for floats, null otherwise)."""
+    unified = pa.unify_schemas([t.schema for t in tables], promote_options="permissive")
+    out = []
+    for t in tables:
+        for field in unified:
+            if field.name not in t.column_names:
+                t = t.append_column(field, fill_missing(field.type, t.num_rows))
+        out.append(t.select(unified.names))
+    return out
+
+
 def _describe(schema: pa.Schema, n_index: int) -> str:
     return ", ".join(f"{f.name}: {norm.type_name(f.type)}" for f in list(schema)[n_index:])
 
@@ -137,6 +150,8 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
                             e.schema.names[n_index:], None, pools=engine.pools) for e in staged]
     try:
+        if len(tables) > 1 and engine.options.dynamic_schema:
+            tables = _backfilled(tables)
         table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
         raise SchemaException(f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} cannot be combined: {exc}") from None

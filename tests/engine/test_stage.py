@@ -211,3 +211,14 @@ def test_sort_and_finalize_refuses_staged_frames_whose_schemas_differ() -> None:
         with pytest.raises(SortingException, match="NaT"):  # a NaT cannot be ordered
             finalize("t")
     assert not lib.has_symbol("t")
+
+
+def test_sort_merge_under_dynamic_schema_backfills_as_reads_do() -> None:
+    import arcticlite as adb
+
+    lib = adb.Arctic("mem://").create_library("dyn", adb.LibraryOptions(dynamic_schema=True))
+    lib.stage("s", pd.DataFrame({"a": [1, 2]}, index=pd.date_range("2024", periods=2)))
+    lib.stage("s", pd.DataFrame({"a": [3], "b": [7]}, index=pd.date_range("2023", periods=1)))
+    lib.sort_and_finalize_staged_data("s")
+    got = lib.read("s").data
+    assert got["b"].dtype == "int64" and got["b"].tolist() == [7, 0, 0]  # ints: 0, as ArcticDB fills them
