@@ -32,6 +32,19 @@ def _as_of(value: str | None) -> Any:
         return value  # a snapshot name
 
 
+def _refuse_missing_store(uri: str) -> None:
+    """A command that reads never creates the store it is pointed at (an ``lmdb://`` folder
+    that does not exist is an error, not a new empty store)."""
+    import os
+
+    from arcticlite.exceptions import UserInputException
+    from arcticlite.storage import LmdbUri, parse_uri
+
+    parsed = parse_uri(uri)
+    if isinstance(parsed, LmdbUri) and not os.path.exists(os.path.join(parsed.path, "data.mdb")):
+        raise UserInputException(f"no arcticlite store at {parsed.path!r} (nothing was created); check the URI")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="arcticlite", description="Inspect and maintain an arcticlite store.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -87,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copied {sum(done.values())} versions of {len(done)} libraries")
         return 0
     try:
+        _refuse_missing_store(args.uri)  # every command below only reads (gc deletes garbage)
         ac = adb.Arctic(args.uri)
         if args.command == "libraries":
             print("\n".join(ac.list_libraries()))

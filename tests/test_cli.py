@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,3 +46,13 @@ def test_cli_error_is_one_clear_line(store_uri: str, capsys: pytest.CaptureFixtu
     assert err.startswith("arcticlite: NoSuchVersionException") and "MISSING" in err
     assert main(["symbols", store_uri, "nolib"]) == 1
     assert "LibraryNotFound" in capsys.readouterr().err
+
+
+def test_a_reading_command_never_creates_the_store(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from arcticlite.__main__ import main
+
+    missing = tmp_path / "nope"
+    for argv in (["libraries", f"lmdb://{missing}"], ["read", f"lmdb://{missing}", "lib", "sym"]):
+        assert main(argv) == 1
+        assert "no arcticlite store" in capsys.readouterr().err
+    assert not missing.exists()

@@ -23,7 +23,7 @@ from arcticlite.library._options import (
 )
 from arcticlite.library._types import string_format_name
 from arcticlite.storage import KVStore
-from arcticlite.version import REGISTRY_PREFIX, LibraryKeys, registry_key, unescape
+from arcticlite.version import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
 
 MAX_LIBRARY_NAME = 255
 
@@ -57,6 +57,10 @@ def _refuse_arcticdb_store(uri: Any) -> None:
         )
 
 
+#: Escaped library names whose key prefix the store's own records use.
+RESERVED_LIBRARY_NAMES = frozenset({REGISTRY_PREFIX.split("/", 1)[0], "_arcticlite_probe"})
+
+
 def _check_library_name(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise UserInputException("library name must be a non-empty string")
@@ -64,6 +68,10 @@ def _check_library_name(name: Any) -> str:
         raise UserInputException(f"library name is {len(name)} characters; the limit is {MAX_LIBRARY_NAME}")
     if any(c in name for c in "*<>") or not name.isprintable():
         raise UserInputException(f"library name {name!r} contains a character that is not allowed (* < > or control)")
+    if escape(name) in RESERVED_LIBRARY_NAMES:
+        # its keys would share the prefix of the store's own records (deleting it would delete
+        # the registry of every library)
+        raise UserInputException(f"library name {name!r} is reserved for the store's own records; choose another")
     return name
 
 

@@ -275,3 +275,14 @@ def test_library_options_are_mutable_until_a_library_is_created_as_in_arcticdb()
     with pytest.raises(UnsupportedLibraryOptionValue):
         ac.create_library("bad", opts)
     assert not ac.has_library("bad")
+
+
+@pytest.mark.parametrize("name", ["_arctic", "_arcticlite_probe"])
+def test_names_of_the_stores_own_records_are_refused(name: str) -> None:
+    ac = Arctic("mem://")
+    ac.create_library("kept")
+    with pytest.raises(UserInputException, match="reserved"):
+        ac.create_library(name)
+    with pytest.raises(UserInputException, match="reserved"):
+        ac.get_library(name, create_if_missing=True)
+    assert ac.list_libraries() == ["kept"]  # the registry is intact
