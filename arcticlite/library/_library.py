@@ -21,6 +21,7 @@ from arcticlite import normalize as norm
 from arcticlite.exceptions import (
     ArcticException,
     ArcticInvalidApiUsageException,
+    CommitStateUnknownError,
     InternalException,
     NoDataFoundException,
     NoSuchVersionException,
@@ -207,7 +208,15 @@ class Library:
         """Commit the named operation ``op`` (the engine's rebase loop), then remove the data
         of the versions a prune made unreachable."""
         p = self._prune_default(prune)
-        head, rec = self._table.apply(sym, op, prune=p)
+        try:
+            head, rec = self._table.apply(sym, op, prune=p)
+        except ArcticException as exc:
+            # a refusal (raised while building the record, before the commit point) leaves
+            # nothing behind; after a storage failure or an unknown outcome the segments stay
+            # (the version may exist), and gc() removes them if it does not
+            if not isinstance(exc, StorageException | CommitStateUnknownError):
+                op.discard()
+            raise
         if p:
             killed = chain.killed_by_prune(head, rec)
             if killed:

@@ -248,7 +248,10 @@ def commit_op(engine: TableEngine, sym: str, base: VersionRecord, plan: Compacti
         in_run |= (leaves["start_row"] >= a) & (leaves["end_row"] <= b)
     compacted = np.concatenate([leaves[~in_run], *rewritten])
     compacted = compacted[np.lexsort((compacted["start_col"], compacted["start_row"]))]
-    return Compact(engine, sym, base=base, leaves=leaves, compacted=compacted)
+    op = Compact(engine, sym, base=base, leaves=leaves, compacted=compacted)
+    for rows in rewritten:
+        op._wrote(rows)
+    return op
 
 
 def rewrite(engine: TableEngine, sym: str, base: VersionRecord, plan: CompactionPlan,

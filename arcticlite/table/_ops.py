@@ -116,12 +116,27 @@ class Operation:
     ----------
     sink : dict
         Keys (index nodes, small segments) the current attempt wrote; cleared per attempt.
+    written : list of str
+        Keys the operation wrote before the commit loop (its new segments): nothing refers to
+        them until its commit, so :meth:`discard` deletes them when the operation is refused.
     """
 
     def __init__(self, engine: TableEngine, sym: str) -> None:
         self.engine = engine
         self.sym = sym
         self.sink: dict[str, bytes] = {}
+        self.written: list[str] = []
+
+    def _wrote(self, leaves: np.ndarray) -> np.ndarray:
+        """Remember the segments of ``leaves`` as written by this operation; return them."""
+        self.written += [self.engine.keys.tdata(self.sym, d) for d in hex_digests(leaves)]
+        return leaves
+
+    def discard(self) -> None:
+        """Delete what the operation wrote: it was refused (a refused write changes nothing)."""
+        if self.written:
+            self.engine.store.delete(self.written)
+            self.written = []
 
     def extra(self) -> MutableMapping[str, bytes]:
         """Keys to write with the commit (a live view: filled by :meth:`build`)."""
@@ -169,10 +184,10 @@ class Append(Operation):
         append that joins the open tail never needs them)."""
         e = self.engine
         if not self._fresh_rows:
-            self._fresh_rows.append(write_segments(
+            self._fresh_rows.append(self._wrote(write_segments(
                 e.store, e.keys, self.sym, self.table, self.layout, start_row=0, is_datetime=self.is_dt,
                 sink=self._fresh, optimize_for="write" if self.small else OPTIMIZE_FOR,
-                flags=FLAG_OPEN_TAIL if self.small else 0, pools=e.pools))
+                flags=FLAG_OPEN_TAIL if self.small else 0, pools=e.pools)))
         self._segs.update(self._fresh)
         return self._fresh_rows[0]
 
@@ -225,8 +240,8 @@ class Write(Operation):
     def __init__(self, engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, *,
                  sorted_: str, metadata: bytes | None, kind: str = "write") -> None:
         super().__init__(engine, sym)
-        leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
-                                is_datetime=meta.index_kind == "datetime", pools=engine.pools)
+        leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
+                                            is_datetime=meta.index_kind == "datetime", pools=engine.pools))
         nodes: dict[str, bytes] = {}
         self.root = engine.index(sym, nodes).build(leaves)
         self.nodes = nodes  # the index of a write does not depend on the head: built once
@@ -264,6 +279,7 @@ class WritePickled(Operation):
         super().__init__(engine, sym)
         digest = new_digest(body)
         engine.store.write(engine.keys.tdata(sym, digest), body)
+        self.written.append(engine.keys.tdata(sym, digest))
         leaf = np.zeros(1, dtype=ROW_DTYPE)
         leaf["digest"] = np.frombuffer(bytes.fromhex(digest), dtype=np.uint8)
         leaf["nbytes"] = len(body)
@@ -290,8 +306,8 @@ class ReplaceRange(Operation):
         self.metadata, self.upsert, self.kind = metadata, upsert, kind
         self.new_leaves = None
         if table is not None and meta is not None:
-            self.new_leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta),
-                                             start_row=0, is_datetime=True, pools=engine.pools)
+            self.new_leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta),
+                                                         start_row=0, is_datetime=True, pools=engine.pools))
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         e, sym, table, meta = self.engine, self.sym, self.table, self.meta

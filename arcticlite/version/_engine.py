@@ -207,18 +207,24 @@ class VersionEngine:
                 puts = dict(extra) if extra else {}
                 puts.update(journal)
                 puts[self.keys.ref(sym)] = ref_bytes(rec, new_token())
-                if self.store.commit({vkey: body}, puts):
+                if self._commit_atomic(vkey, body, puts):
                     return rec
             else:
                 intents = self.journal_intent(sym, head, rec) if journal and self.journal_intent else {}
                 if extra or intents:
                     self.store.write_many({**(extra or {}), **intents})
                 if self._create_version(vkey, body):
+                    # committed: what follows only tidies up, and must not make the caller
+                    # believe the commit failed (a stale ref is a hint; an intent left behind
+                    # stands for its journal entry, readers confirm it)
                     self._advance_ref(sym, raw_ref, rec)
-                    if journal:
-                        self.store.write_many(journal)
-                    if intents:
-                        self.store.delete(list(intents))
+                    try:
+                        if journal:
+                            self.store.write_many(journal)
+                        if intents:
+                            self.store.delete(list(intents))
+                    except StorageException:
+                        pass
                     return rec
                 if intents:
                     self.store.delete(list(intents))
@@ -227,6 +233,23 @@ class VersionEngine:
             f"gave up committing to symbol {sym!r} after {MAX_COMMIT_ATTEMPTS} attempts: "
             "other writers kept winning; retry later"
         )
+
+    def _commit_atomic(self, vkey: str, body: bytes, puts: dict[str, bytes]) -> bool:
+        """One transaction creating ``vkey`` and writing ``puts``; when the store fails around
+        it, the version key read back says whether it landed (our token makes the body ours)."""
+        try:
+            return self.store.commit({vkey: body}, puts)
+        except (AmbiguousWriteError, StorageException) as exc:
+            try:
+                back = self.store.read_if_exists(vkey)
+            except StorageException as exc2:
+                raise CommitStateUnknownError(
+                    f"the store failed at the commit point of {vkey!r} and could not be read "
+                    "back; the version may or may not exist (nothing was deleted)"
+                ) from exc2
+            if back is not None and bytes(back) == body:
+                return True  # it landed: only the answer was lost
+            raise exc
 
     def _create_version(self, vkey: str, body: bytes) -> bool:
         try:

@@ -27,8 +27,12 @@ def _crash_during_commit(lib: adb.Library, monkeypatch: pytest.MonkeyPatch, data
     def crash(*_a: object, **_k: object) -> None:
         raise StorageUnavailableError("simulated crash at the commit point")
 
+    from arcticlite.table import Operation
+
     with monkeypatch.context() as m:
         m.setattr(lib._engine, "commit", crash)
+        # a crash kills the process: the clean-up a refused write does never runs
+        m.setattr(Operation, "discard", lambda self: None)
         with pytest.raises(StorageUnavailableError):
             lib.write("s", data)
 
@@ -76,3 +80,16 @@ def test_gc_dry_run_deletes_nothing(lib: adb.Library, monkeypatch: pytest.Monkey
     report = lib.gc(grace_period=0, dry_run=True)
     assert report.unreachable > 0 and report.deleted == 0
     assert _data_keys(lib) == keys
+
+
+def test_a_refused_write_leaves_nothing_behind(lib: adb.Library) -> None:
+    """A refused update / append (its segments already written) deletes them: gc finds nothing."""
+    before = _data_keys(lib)
+    with pytest.raises(adb.exceptions.InternalException):
+        lib.update("missing", _df(5))  # no such symbol, no upsert
+    lib.write("s", _df(5))
+    with pytest.raises(adb.exceptions.ArcticException):
+        lib.append("s", _df(7))  # starts before the last stored row
+    assert _data_keys(lib) - before == {k for k in _data_keys(lib) if "/s/" in k}
+    report = lib.gc(grace_period=0, dry_run=True)
+    assert report.unreachable == 0
