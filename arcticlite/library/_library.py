@@ -175,7 +175,14 @@ class Library:
 
     @staticmethod
     def _pickle_meta(metadata: Any) -> bytes | None:
-        return None if metadata is None else pickle.dumps(metadata, protocol=pickle.HIGHEST_PROTOCOL)
+        if metadata is None:
+            return None
+        try:
+            return pickle.dumps(metadata, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
+            raise UserInputException(
+                f"metadata of type {type(metadata).__name__} cannot be stored: it does not pickle ({exc}); "
+                "pass plain values (dict, list, str, numbers, pandas objects)") from None
 
     @staticmethod
     def _normalize(data: Any, index_column: Any = False) -> tuple[pa.Table, norm.NormMeta]:
@@ -184,6 +191,11 @@ class Library:
     @staticmethod
     def _check_sorted(table: pa.Table, meta: norm.NormMeta, op: str) -> str:
         s = norm.sortedness(table, meta)
+        if meta.index_kind == "datetime" and table.num_rows and table.column(0).null_count:
+            raise UnsortedDataException(
+                f"When calling {op} with validate_index enabled, input data must be sorted: its index holds "
+                f"{table.column(0).null_count} NaT, which cannot be ordered; drop or fill those rows, or pass "
+                "validate_index=False to store them as they are")
         if meta.index_kind == "datetime" and s not in ("ASCENDING", "UNKNOWN"):
             raise UnsortedDataException(
                 f"When calling {op} with validate_index enabled, input data must be sorted: "

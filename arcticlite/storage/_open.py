@@ -8,7 +8,7 @@ from arcticlite.storage._base import KVStore
 from arcticlite.storage._lmdb import LmdbStore
 from arcticlite.storage._memory import MemoryStore
 from arcticlite.storage._s3 import S3Store
-from arcticlite.storage._uri import LmdbUri, MemoryUri, StoreUri, parse_uri
+from arcticlite.storage._uri import LmdbUri, MemoryUri, S3Uri, StoreUri, parse_uri
 
 
 def open_store(uri: str | StoreUri) -> KVStore:
@@ -17,7 +17,7 @@ def open_store(uri: str | StoreUri) -> KVStore:
     ``lmdb://`` creates the directory. ``mem://`` returns a new empty store on every call.
     ``s3://`` needs the ``s3`` extra (boto3).
     """
-    parsed = parse_uri(uri) if isinstance(uri, str) else uri
+    parsed = uri if isinstance(uri, LmdbUri | MemoryUri | S3Uri) else parse_uri(uri)  # a non-str: a clear error
     if isinstance(parsed, MemoryUri):
         return MemoryStore()
     if isinstance(parsed, LmdbUri):

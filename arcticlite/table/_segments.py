@@ -70,6 +70,8 @@ def index_values(table: pa.Table, n_index: int, is_datetime: bool, start_row: in
     if is_datetime and n_index:
         col = table.column(0)
         arr = col.cast(pa.int64()) if col.num_chunks else pa.array([], pa.int64())
+        if arr.null_count:  # NaT (stored with validate_index=False): its int64 value, as pandas has it
+            arr = arr.fill_null(np.iinfo(np.int64).min)
         vals = arr.to_numpy() if isinstance(arr, pa.Array) else arr.combine_chunks().to_numpy(zero_copy_only=False)
         return np.asarray(vals, dtype=np.int64)
     return np.arange(start_row, start_row + table.num_rows, dtype=np.int64)

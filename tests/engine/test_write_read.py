@@ -520,3 +520,25 @@ def test_get_description_kinds(lib: Library) -> None:
 def test_options_and_name(lib: Library, library_options: object) -> None:
     assert lib.name == "lib"
     assert lib.options() == effective_options(library_options)
+
+
+def test_clear_errors_for_bad_metadata_and_nat_indexes() -> None:
+    import threading
+    import warnings
+
+    import arcticlite as adb
+    from arcticlite.exceptions import StorageUriError, UnsortedDataException, UserInputException
+
+    lib = adb.Arctic("mem://").create_library("bad")
+    with pytest.raises(UserInputException, match="does not pickle"):
+        lib.write("s", frame(2), metadata=threading.Lock())
+    with pytest.raises(StorageUriError, match="expected a str"):
+        adb.Arctic(123)  # type: ignore[arg-type]
+    nat = pd.DataFrame({"a": [1, 2]}, index=pd.DatetimeIndex(["2024-01-01", None]))
+    with pytest.raises(UnsortedDataException, match="NaT"):
+        lib.write("n", nat)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way
+        lib.write("n", nat, validate_index=False)
+    assert lib.read("n").data.index[1] is pd.NaT
+    assert lib.list_symbols() == ["n"]  # the refused writes left no symbol
