@@ -107,8 +107,9 @@ class Arctic:
         self._token = uuid.uuid4().hex
         self._encoding_version = encoding_version
         self._libs: dict[str, Library] = {}
-        # an endpoint that ignores If-None-Match cannot serve the commit protocol (DESIGN §2)
-        self._conditional_ok = self._store.atomic_commit or self._store.probe_conditional_writes()
+        # an endpoint that ignores If-None-Match cannot serve the commit protocol (DESIGN §2);
+        # probed (a write) at the first commit, not here: opening a store only reads
+        self._conditional: bool | None = True if self._store.atomic_commit else None
 
     def __repr__(self) -> str:
         return f"Arctic(config={self._store!r})"
@@ -125,6 +126,11 @@ class Arctic:
         lib._output_format = output_format
         lib._string_format = string_format
         return lib
+
+    def _conditional_writes_ok(self) -> bool:
+        if self._conditional is None:
+            self._conditional = self._store.probe_conditional_writes()
+        return self._conditional
 
     def get_uri(self) -> str:
         """The URI this connection was made with (S3 credentials given in it masked)."""
@@ -145,7 +151,7 @@ class Arctic:
         if options.encoding_version is None:  # the effective encoding is reported, as ArcticDB does
             options = dataclasses.replace(options, encoding_version=self._encoding_version)
         lib = Library(self._store, name, options, arctic=self)
-        lib._engine.conditional_ok = self._conditional_ok
+        lib._engine.conditional_ok = self._conditional_writes_ok
         if output_format is not None:
             lib._output_format = output_format
         lib._string_format = string_format_name(arrow_string_format_default)

@@ -43,7 +43,8 @@ class VersionEngine:
     def __init__(self, store: KVStore, keys: LibraryKeys) -> None:
         self.store = store
         self.keys = keys
-        self.conditional_ok = True
+        #: whether the store honours conditional writes (a callable is asked at the first commit)
+        self.conditional_ok: bool | Callable[[], bool] = True
         #: keys to write with a commit (the symbol-list journal): ``journal(sym, head, rec)``
         self.journal: Callable[[str, VersionRecord | None, VersionRecord], dict[str, bytes]] | None = None
         #: intent keys written before a non-atomic commit point (confirmed by readers)
@@ -178,7 +179,7 @@ class VersionEngine:
         written in the commit transaction on atomic stores (one LMDB sync per commit), and
         before the commit point elsewhere.
         """
-        if not self.conditional_ok:
+        if not (self.conditional_ok() if callable(self.conditional_ok) else self.conditional_ok):
             raise ConditionalWritesUnsupportedError(
                 "this S3 endpoint ignores If-None-Match, so concurrent commits could overwrite each "
                 "other; use an endpoint with conditional writes (AWS S3, recent MinIO)"

@@ -282,3 +282,21 @@ def test_store_is_usable_from_many_threads(s3: S3Store) -> None:
         th.join()
     assert errors == []
     assert len(list(s3.list_keys(""))) == 80
+
+
+def test_opening_a_store_only_reads_and_commits_probe_first() -> None:
+    """Arctic(uri) writes nothing (read-only credentials can open and read); the probe for
+    conditional writes runs at the first commit, and refuses it on an endpoint that ignores them."""
+    import pandas as pd
+
+    from arcticlite import Arctic
+
+    with S3TestServer(honour_conditions=False) as server:
+        bucket = server.make_bucket()
+        raw = S3Store(bucket, endpoint_url=server.endpoint_url, retry=FAST)
+        ac = Arctic(server.uri(bucket))
+        assert ac.list_libraries() == []
+        assert list(raw.list_keys("")) == []  # opening wrote no probe
+        lib = ac.create_library("lib")
+        with pytest.raises(ConditionalWritesUnsupportedError, match="If-None-Match"):
+            lib.write("s", pd.DataFrame({"a": [1]}))
