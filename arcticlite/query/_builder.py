@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
+import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from arcticlite.exceptions import ArcticDbNotYetImplemented, ArcticException, UserInputException
+from arcticlite.exceptions import (
+    ArcticDbNotYetImplemented,
+    ArcticException,
+    InternalException,
+    UserInputException,
+)
 
 _RESAMPLE_UNITS = "ns, us, ms, s, min, h, D"
 
@@ -45,10 +51,17 @@ class ExpressionNode:
         self.args = state["args"]
 
     def _bin(self, op: str, other: Any) -> ExpressionNode:
+        _check_finite(other)
         return ExpressionNode(op, self, other)
 
     def _rbin(self, op: str, other: Any) -> ExpressionNode:
+        _check_finite(other)
         return ExpressionNode(op, other, self)
+
+    def __bool__(self) -> bool:
+        raise UserInputException(
+            "'and', 'or', 'not', and ternary ('x if y else z') operators are not supported in queries: "
+            "use & | ~ (and where() for a ternary)")
 
     def __eq__(self, o: Any) -> ExpressionNode:  # type: ignore[override]
         return self._bin("==", o)
@@ -147,9 +160,19 @@ class ExpressionNode:
 
     def regex_match(self, pattern: str) -> ExpressionNode:
         """Rows of a string column where ``pattern`` matches anywhere (``re.search``)."""
+        if isinstance(pattern, str):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise InternalException(f"E_ASSERTION_FAILURE Error compiling regex {pattern}: {exc}") from None
         return ExpressionNode("regex_match", self, pattern)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _check_finite(value: Any) -> None:
+    if isinstance(value, float | np.floating) and value in (np.inf, -np.inf):
+        raise ArcticException("Infinite values not supported in queries")
 
 
 def _flatten(values: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -190,6 +190,12 @@ def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, 
     ``columns`` is combined with an aggregation, as ArcticDB does.
     """
     clauses = _clauses(query)
+    dated = index_range is not None or any(n == "date_range" for n, _ in clauses)
+    for name, arg in clauses:
+        if name == "resample" and dated and str(arg[4]) in ("start", "end", "start_day", "end_day"):
+            raise UserInputException(
+                'E_INVALID_USER_ARGUMENT Resampling origins ["start", "end", "start_day", "end_day"] are not '
+                f"supported in conjunction with date range (origin={arg[4]!r}): use origin='epoch' or a timestamp")
     if any(n == "concat" for n, _ in clauses):
         raise UserInputException("E_INVALID_USER_ARGUMENT concat joins several symbols: use it in "
                                  "read_batch_and_join or arcticlite.concat, not in a single-symbol read")

@@ -351,7 +351,8 @@ class Evaluator:
                         vs = pa.array([v for v in pyvals if -(2**63) <= v < 2**63], pa.int64())
                 else:
                     data = data.cast(pa.float64())
-                    vs = pa.array([float(v) for v in pyvals], pa.float64())
+                    # NaN equals nothing, in a set too (ArcticDB): isin never matches it
+                    vs = pa.array([float(v) for v in pyvals if float(v) == float(v)], pa.float64())
             else:
                 vs = pa.array([_py_scalar(v) for v in values], data.type)
             mask = pc.is_in(data, value_set=vs).fill_null(False)

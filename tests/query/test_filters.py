@@ -180,3 +180,30 @@ def test_builder_errors() -> None:
         q.date_range(("2024-01-01", None))
     with pytest.raises(TypeError):
         q.head(2.5)  # type: ignore[arg-type]
+
+
+def test_arcticdb_refusals_at_build_time_and_nan_in_sets() -> None:
+    import math
+
+    import arcticlite as adb
+    from arcticlite.exceptions import ArcticException, InternalException, UserInputException
+
+    q = adb.QueryBuilder()
+    with pytest.raises(UserInputException, match="'and', 'or', 'not'"):
+        _ = q["a"] and q["b"]
+    with pytest.raises(UserInputException, match="'and', 'or', 'not'"):
+        _ = not q["a"]
+    with pytest.raises(ArcticException, match="Infinite"):
+        _ = q["a"] < math.inf
+    with pytest.raises(InternalException, match="regex"):
+        q["a"].regex_match("[")
+    lib = adb.Arctic("mem://").create_library("nan")
+    lib.write("s", pd.DataFrame({"a": [1.0, float("nan"), 3.0]}, index=pd.date_range("2024", periods=3)))
+    q = adb.QueryBuilder()
+    assert lib.read("s", query_builder=q[q["a"].isin([float("nan"), 3.0])]).data["a"].tolist() == [3.0]
+    q = adb.QueryBuilder()
+    got = lib.read("s", query_builder=q[q["a"].isnotin([float("nan"), 3.0])]).data["a"].tolist()
+    assert got[0] == 1.0 and math.isnan(got[1]) and len(got) == 2
+    resample = adb.QueryBuilder().resample("2D", origin="start").agg({"a": "sum"})
+    with pytest.raises(UserInputException, match="origins"):
+        lib.read("s", date_range=(pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-03")), query_builder=resample)
