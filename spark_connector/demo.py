@@ -41,8 +41,11 @@ def read_demo(uri: str, library: str, symbol: str, spark: Any = None) -> int | N
         df = spark.read.format("arcticlite").option("uri", uri).option("library", library).load(symbol)
         print(f"Spark reads {library}/{symbol}:")
         df.printSchema()
-        df.show(5, truncate=False)
-        n = df.count()
+        # the whole result, then its head: show(5) would stop reading a Python worker midway,
+        # which makes PySpark's worker daemon print a BrokenPipe traceback
+        rows = df.toPandas()
+        print(rows.head(5).to_string(index=False))
+        n = len(rows)
         print(f"{n} rows through Spark")
         return n
     finally:
