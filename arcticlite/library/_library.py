@@ -250,6 +250,10 @@ class Library:
             return None
         return to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False)
 
+    def _worker_uri(self) -> str:
+        """The URI tasks run elsewhere open the store with (its credentials included)."""
+        return self._arctic._uri if self._arctic is not None else "mem://"
+
     def _output(self, output_format: Any) -> Any:
         return (output_format or self._output_format or getattr(self._arctic, "_output_format", None)
                 or "pandas")
@@ -476,7 +480,7 @@ class Library:
         read = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
                                 columns=columns, query_builder=query_builder)
         check_scannable(read)
-        uri = self._arctic._uri if self._arctic is not None else "mem://"  # with its credentials, for workers
+        uri = self._worker_uri()
         return ScanPlan(uri=uri, library=self._name, symbol=sym, version=rec.vid, schema=scan_schema(read),
                         read=read, _store=self._store)
 
@@ -704,7 +708,7 @@ class Library:
         base = self._engine.live_from_head(sym, head)
         plan, leaves = plan_compaction(self._table, head, base, sym, rows_per_segment)
         assert base is not None
-        uri = self._arctic._uri if self._arctic is not None else "mem://"
+        uri = self._worker_uri()
         return CompactionJob(sym, plan, compaction_tasks(self._table, uri, self._name, sym, base, plan, leaves),
                              base.seq)
 

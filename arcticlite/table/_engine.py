@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
 from arcticlite import normalize as norm
@@ -133,9 +132,6 @@ class TableEngine:
         rr = plan.row_range
         return norm.denormalize(table, meta, output_format=fmt, row_offset=rr[0] if rr else 0,
                                 string_format=strings[0], string_formats=strings[1])
-
-    def read_pandas(self, plan: ReadPlan) -> pd.DataFrame | None:
-        return read_pandas(self.store, self.keys, plan, pools=self.pools)
 
     # -- commits --------------------------------------------------------------------------------
     def apply(self, sym: str, op: Operation, *, prune: bool = False) -> tuple[VersionRecord | None, VersionRecord]:

@@ -408,10 +408,7 @@ class Finalize(Operation):
     def __init__(self, engine: TableEngine, sym: str, staged: list[Any], *, append: bool,
                  metadata: bytes | None) -> None:
         super().__init__(engine, sym)
-        if any(s.header.get("nat") for s in staged):
-            raise SortingException(
-                f"E_UNSORTED_DATA staged data of {sym!r} has NaT in its index: a NaT cannot be ordered; "
-                "delete the staged data (delete_staged_data) and stage it without those rows")
+        refuse_nat(sym, staged)
         meta = norm.NormMeta.from_json(staged[0].header["norm"])
         is_dt = meta.index_kind == "datetime"
         if is_dt:
@@ -422,7 +419,7 @@ class Finalize(Operation):
                 if not engine.options.dynamic_schema:
                     raise SchemaException(
                         f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing schemas "
-                        f"({_types(schema)} vs {_types(s.schema)}); "
+                        f"({describe_types(schema)} vs {describe_types(s.schema)}); "
                         "stage frames with identical columns or use a dynamic-schema library"
                     )
                 schema = pa.unify_schemas([schema, s.schema], promote_options="permissive")
@@ -483,8 +480,17 @@ class Finalize(Operation):
         )
 
 
-def _types(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name}: {norm.type_name(f.type)}" for f in schema)
+def describe_types(schema: pa.Schema, n_index: int = 0) -> str:
+    """``name: TYPE`` of the columns of ``schema`` after the first ``n_index``, for errors."""
+    return ", ".join(f"{f.name}: {norm.type_name(f.type)}" for f in list(schema)[n_index:])
+
+
+def refuse_nat(sym: str, staged: list[Any]) -> None:
+    """A NaT in a staged index cannot be ordered: finalizing it is refused (as ArcticDB does)."""
+    if any(e.header.get("nat") for e in staged):
+        raise SortingException(
+            f"E_UNSORTED_DATA staged data of {sym!r} has NaT in its index: a NaT cannot be ordered; "
+            "delete the staged data (delete_staged_data) and stage it without those rows")
 
 
 class Compact(Operation):

@@ -452,16 +452,18 @@ def read_segments(
     dynamic: bool = False,
     index_range: tuple[int, int] | None = None,
     pools: Pools | None = None,
+    positions: Sequence[int] | None = None,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
 
     ``index_range`` (closed, int64 ns of a sorted datetime index) additionally trims the
     segments that straddle its bounds, decoding only the pages of the rows inside it; the
-    caller still slices the result exactly.
+    caller still slices the result exactly. ``positions``: the data-column positions of
+    ``wanted`` when the caller already has them (a read plan), so they are not looked up again.
     """
     index_names = [schema.field(i).name for i in range(n_index)]
-    wanted_pos = wanted_positions(schema, n_index, wanted)
+    wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
     data_names: Any = _Names(schema, n_index) if 8 * len(wanted) < len(schema) else schema.names[n_index:]
     out_schema = pa.schema([schema.field(i) for i in range(n_index)] + [schema.field(n_index + p) for p in wanted_pos])
     if len(leaves) == 0:

@@ -22,9 +22,9 @@ import pyarrow as pa
 
 from arcticlite import normalize as norm
 from arcticlite._envelope import KIND_STAGED, seal, unseal
-from arcticlite.exceptions import SchemaException, SortingException, UserInputException
+from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.index import ROW_DTYPE
-from arcticlite.table._ops import TableEngine, index_bounds
+from arcticlite.table._ops import TableEngine, describe_types, index_bounds, refuse_nat
 from arcticlite.table._read import schema_bytes, schema_from
 from arcticlite.table._segments import fill_missing, read_segments, write_segments
 from arcticlite.version import unescape
@@ -107,10 +107,6 @@ def _backfilled(tables: list[pa.Table]) -> list[pa.Table]:
     return out
 
 
-def _describe(schema: pa.Schema, n_index: int) -> str:
-    return ", ".join(f"{f.name}: {norm.type_name(f.type)}" for f in list(schema)[n_index:])
-
-
 def staged_symbols(engine: TableEngine) -> list[str]:
     """Symbols with staged entries."""
     prefix = engine.keys.staged_prefix()
@@ -126,14 +122,6 @@ def staged_keys(engine: TableEngine, sym: str, job: str | None = None) -> list[s
     return [k for k in keys if tag in k.rsplit("/", 1)[-1][20:]]
 
 
-def refuse_nat(sym: str, staged: list[StagedEntry]) -> None:
-    """A NaT in a staged index cannot be ordered: finalizing it is refused (as ArcticDB does)."""
-    if any(e.header.get("nat") for e in staged):
-        raise SortingException(
-            f"E_UNSORTED_DATA staged data of {sym!r} has NaT in its index: a NaT cannot be ordered; "
-            "delete the staged data (delete_staged_data) and stage it without those rows")
-
-
 def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> StagedEntry:
     """The rows of ``staged`` merged, sorted by index and rewritten as one (unrecorded) entry."""
     refuse_nat(sym, staged)
@@ -144,7 +132,7 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
             if e.schema != staged[0].schema:
                 raise SchemaException(
                     f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing columns or types: "
-                    f"{_describe(staged[0].schema, n_index)} vs {_describe(e.schema, n_index)}; stage frames "
+                    f"{describe_types(staged[0].schema, n_index)} vs {describe_types(e.schema, n_index)}; stage frames "
                     "with identical columns and dtypes, or use a dynamic-schema library"
                 )
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,

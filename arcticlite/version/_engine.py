@@ -241,13 +241,7 @@ class VersionEngine:
         try:
             return self.store.commit({vkey: body}, puts)
         except (AmbiguousWriteError, StorageException) as exc:
-            try:
-                back = self.store.read_if_exists(vkey)
-            except StorageException as exc2:
-                raise CommitStateUnknownError(
-                    f"the store failed at the commit point of {vkey!r} and could not be read "
-                    "back; the version may or may not exist (nothing was deleted)"
-                ) from exc2
+            back = self._read_back(vkey)
             if back is not None and bytes(back) == body:
                 return True  # it landed: only the answer was lost
             raise exc
@@ -257,13 +251,7 @@ class VersionEngine:
             return self.store.write_if_absent(vkey, body)
         except (AmbiguousWriteError, StorageException) as exc:
             # the first attempt may have landed: our token makes our body unique
-            try:
-                back = self.store.read_if_exists(vkey)
-            except StorageException as exc2:
-                raise CommitStateUnknownError(
-                    f"the store failed at the commit point of {vkey!r} and could not be read "
-                    "back; the version may or may not exist (nothing was deleted)"
-                ) from exc2
+            back = self._read_back(vkey)
             if back is None:
                 if isinstance(exc, AmbiguousWriteError):
                     return False
@@ -271,6 +259,17 @@ class VersionEngine:
                     f"the store failed at the commit point of {vkey!r}; nothing was committed"
                 ) from exc
             return bytes(back) == body
+
+    def _read_back(self, vkey: str) -> Any:
+        """The version key after a failure at the commit point (None: absent); a store that
+        cannot answer leaves the outcome unknown."""
+        try:
+            return self.store.read_if_exists(vkey)
+        except StorageException as exc:
+            raise CommitStateUnknownError(
+                f"the store failed at the commit point of {vkey!r} and could not be read "
+                "back; the version may or may not exist (nothing was deleted)"
+            ) from exc
 
     def _advance_ref(self, sym: str, raw_ref: bytes | None, rec: VersionRecord) -> None:
         """Move the ref forward by compare-and-swap; a failure only leaves a stale hint."""
