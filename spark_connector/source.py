@@ -109,6 +109,7 @@ class ReadOptions:
     date_range: tuple[Any, Any] | None = None
     row_range: tuple[int, int] | None = None
     target_bytes: int | None = None
+    partition_rows: int | None = None
     strict_ns: bool = False
     pushdown: bool = True
     metrics_dir: str | None = None
@@ -135,12 +136,13 @@ class ReadOptions:
         if ns not in ("truncate", "error"):
             raise ValueError(f"option nanoseconds must be 'truncate' or 'error', got {ns!r}")
         tb = options.get("target_bytes")
+        pr = options.get("partition_rows")
         return cls(
             uri=_required(options, "uri"), library=_required(options, "library"), symbol=str(symbol),
             as_of=parse_as_of(options.get("as_of")),
             columns=tuple(c.strip() for c in cols.split(",") if c.strip()) if cols else None,
             date_range=date_range, row_range=row_range,
-            target_bytes=int(tb) if tb else None, strict_ns=ns == "error",
+            target_bytes=int(tb) if tb else None, partition_rows=int(pr) if pr else None, strict_ns=ns == "error",
             pushdown=(options.get("pushdown") or "false").lower() in ("true", "1", "yes", "on"),
             metrics_dir=options.get("metrics_dir") or None,
         )
@@ -268,9 +270,25 @@ class ScanPartition(InputPartition):
     task: Any = None
 
 
-def _auto_target_bytes(nbytes: int) -> int:
-    """About 16 partitions for a small scan (so both cores of local[2] work), 64 MiB at most."""
-    return max(1 << 20, min(64 << 20, -(-nbytes // 16)))
+#: stored bytes a partition fetches at most (what a task reads from the store)
+PARTITION_STORED_BYTES = 64 << 20
+#: decoded bytes a partition holds at most (what a task builds in memory and hands to Spark)
+PARTITION_DECODED_BYTES = 64 << 20
+
+
+def row_width(schema: pa.Schema) -> int:
+    """Decoded bytes of one row, estimated from the Arrow schema (strings count 24 bytes)."""
+    width = 0
+    for f in schema:
+        t = f.type
+        width += max(1, t.bit_width // 8) if pa.types.is_primitive(t) else 24
+    return max(1, width)
+
+
+def partition_rows(schema: pa.Schema) -> int:
+    """Rows per Spark partition: about ``PARTITION_DECODED_BYTES`` once decoded, so that data
+    that compresses well (a few bytes a row on disk) still spreads over the executors."""
+    return max(1, PARTITION_DECODED_BYTES // row_width(schema))
 
 
 class ArcticLiteReader(DataSourceReader):
@@ -286,8 +304,8 @@ class ArcticLiteReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         plan = self.plan()
-        target = self.opts.target_bytes or _auto_target_bytes(plan.nbytes)
-        tasks = plan.tasks(target_bytes=target)
+        tasks = plan.tasks(target_bytes=self.opts.target_bytes or PARTITION_STORED_BYTES,
+                           target_rows=self.opts.partition_rows or partition_rows(plan.schema))
         if not tasks:
             return [ScanPartition(0, None)]
         return [ScanPartition(i, t) for i, t in enumerate(tasks)]

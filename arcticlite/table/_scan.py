@@ -149,15 +149,21 @@ class ScanPlan:
         """Stored bytes of the segments to fetch."""
         return int(self.read.leaves["nbytes"].sum()) if len(self.read.leaves) else 0
 
-    def tasks(self, target_bytes: int = 64 << 20) -> list[ScanTask]:
-        """Cut the scan into tasks of about ``target_bytes`` stored bytes each.
+    def tasks(self, target_bytes: int = 64 << 20, *, target_rows: int | None = None) -> list[ScanTask]:
+        """Cut the scan into tasks of about ``target_bytes`` stored bytes each, and (when
+        ``target_rows`` is given) of about ``target_rows`` rows at most.
 
         A task holds whole row groups (all column slices of the same rows), consecutive in
-        index order, so the tasks' outputs concatenated in order are the read's rows.
-        An empty scan has no tasks.
+        index order, so the tasks' outputs concatenated in order are the read's rows; a task
+        closes at the first row group that takes it to either target. Stored bytes say what a
+        task fetches; rows say what it decodes (well-compressed data is small on disk but not in
+        memory). An empty scan has no tasks.
         """
         if int(target_bytes) <= 0:
             raise UserInputException(f"target_bytes must be positive, got {target_bytes!r}")
+        if target_rows is not None and int(target_rows) <= 0:
+            raise UserInputException(f"target_rows must be positive, got {target_rows!r}")
+        max_rows = int(target_rows) if target_rows is not None else None
         leaves = self.read.leaves
         if not len(leaves):
             return []
@@ -168,15 +174,18 @@ class ScanPlan:
         tasks: list[ScanTask] = []
         first = 0
         acc = 0
+        acc_rows = 0
         for g in range(len(bounds) - 1):
             a, b = int(bounds[g]), int(bounds[g + 1])
             acc += int(leaves["nbytes"][a:b].sum())
-            if acc >= target_bytes or g == len(bounds) - 2:
+            acc_rows += int(leaves["end_row"][a] - leaves["start_row"][a])
+            if (acc >= target_bytes or (max_rows is not None and acc_rows >= max_rows)
+                    or g == len(bounds) - 2):
                 part = leaves[bounds[first] : b]
                 rows = int((part["end_row"] - part["start_row"])[np.r_[True, part["start_row"][1:] != part["start_row"][:-1]]].sum())
                 tasks.append(ScanTask(uri=self.uri, library=self.library, plan=self.read.with_leaves(part),
                                       rows=rows, nbytes=int(part["nbytes"].sum())))
-                first, acc = g + 1, 0
+                first, acc, acc_rows = g + 1, 0, 0
         return tasks
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:

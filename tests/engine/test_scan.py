@@ -59,6 +59,19 @@ def test_tasks_hold_whole_row_groups_and_cover_every_row_once(slib: Any) -> None
     pd.testing.assert_frame_equal(_as_frame(again.to_table()), df, check_freq=False)
 
 
+def test_tasks_cut_by_rows_for_data_that_compresses_well(slib: Any) -> None:
+    df = _frame()
+    slib.write("s", df)
+    plan = slib.scan("s")
+    tasks = plan.tasks(target_rows=1_200)  # closes at the row group that reaches 1,200 rows
+    assert [t.rows for t in tasks] == [1_500, 1_500, 1_500, 500]
+    pd.testing.assert_frame_equal(_as_frame(pa.concat_tables([t.to_table() for t in tasks])), df,
+                                  check_freq=False)
+    assert len(plan.tasks(target_bytes=1, target_rows=10**9)) == 10  # either target closes a task
+    with pytest.raises(UserInputException, match="target_rows"):
+        plan.tasks(target_rows=0)
+
+
 def test_scan_prunes_before_fetching(slib: Any) -> None:
     df = _frame()
     slib.write("s", df)

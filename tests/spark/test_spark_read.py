@@ -81,6 +81,10 @@ def test_column_and_date_range_pruning_fetch_fewer_segments(tmp_path: Path, spar
     assert late.count() == 40  # hours 960-999
     expected = 3 if spark_connector.pushdown_supported(spark) else 30
     assert _fetched(metrics) == expected
+    # partitions: whole row groups, cut by rows as well as by stored bytes
+    rd().option("partition_rows", "250").load("p").write.format("noop").mode("overwrite").save()
+    records = [json.loads(Path(p).read_text()) for p in glob.glob(str(metrics / "*.json"))]
+    assert sorted(r["rows"] for r in records) == [100, 300, 300, 300]
 
 
 PREDICATES = [

@@ -208,6 +208,36 @@ def test_compact_runs_one_spark_task_per_compaction_task(spark: Any, lib: Any, l
     assert again.version == item.version
 
 
+def test_a_failing_compaction_task_commits_nothing_and_gc_removes_its_siblings(
+        spark: Any, lib: Any, lmdb_uri: str) -> None:
+    def frame(start: int, n: int) -> pd.DataFrame:
+        return pd.DataFrame({"id": np.arange(start, start + n)},
+                            index=pd.date_range("2024-01-01", periods=n, freq="s", name="ts")
+                            + pd.Timedelta(seconds=start))
+
+    pieces = [frame(10 * i, 10) for i in range(6)] + [frame(60, 300)] + [frame(360 + 10 * i, 10) for i in range(5)]
+    lib.finalize_staged_data("frag", stage_results=[lib.stage("frag", p) for p in pieces])
+    plan = lib.compact_data_explain_plan("frag", 100)
+    assert len(plan.runs) == 2
+    # one segment of the second run is lost (an operator deleted it): that run's Spark task
+    # fails reading it, the first run's task succeeds and writes new segments
+    index = lib.inspect_index("frag")
+    lost = index.loc[index["start_row"] == 400, "key"].iloc[0]
+    store_key = next(k for k in lib._store.list_keys("lib/tdata/") if k.endswith(lost))
+    lib._store.delete([store_key])
+    keys_before = set(lib._store.list_keys("lib/"))
+    with pytest.raises(Exception) as err:
+        spark_connector.compact(spark, lmdb_uri, "lib", "frag", rows_per_segment=100)
+    assert "not found" in str(err.value).lower() or "missing" in str(err.value).lower(), str(err.value)[-2000:]
+    assert [k.version for k in lib.list_versions("frag")] == [0]
+    # what the successful task wrote is unreachable, and gc removes exactly that
+    written = set(lib._store.list_keys("lib/")) - keys_before
+    assert written, "the successful task wrote its segments"
+    lib.gc(grace_period=0)
+    assert {k for k in lib._store.list_keys("lib/") if "/_gc/" not in k} == keys_before
+    assert lib.read("frag", row_range=(0, 360)).data["id"].tolist() == list(range(360))
+
+
 def test_s3_round_trip(spark: Any, s3_uri: str) -> None:
     lib = adb.Arctic(s3_uri).get_library("lib", create_if_missing=True,
                                          library_options=adb.LibraryOptions(rows_per_segment=200))
