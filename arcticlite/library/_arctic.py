@@ -12,6 +12,7 @@ from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
     LibraryNotFound,
     MismatchingLibraryOptions,
+    PermissionException,
     UserInputException,
 )
 from arcticlite.library._library import Library
@@ -32,10 +33,12 @@ MAX_LIBRARY_NAME = 255
 _LIVE: weakref.WeakValueDictionary[str, Arctic] = weakref.WeakValueDictionary()
 
 
-def _reconnect(uri: str, token: str, output_format: Any, string_format: Any) -> Arctic:
+def _reconnect(uri: str, token: str, output_format: Any, string_format: Any, read_only: bool = False,
+               allow_pickle: bool = True) -> Arctic:
     ac = _LIVE.get(token)
     if ac is None:
-        ac = Arctic(uri, output_format=output_format, arrow_string_format_default=string_format)
+        ac = Arctic(uri, output_format=output_format, arrow_string_format_default=string_format,
+                    read_only=read_only, allow_pickle=allow_pickle)
     return ac
 
 
@@ -85,6 +88,18 @@ class Arctic:
         or ``s3s://…`` (HTTPS). S3 credentials come from boto3's default chain, never the URI.
     output_format : str, optional
         Default output format of reads: ``"pandas"`` (default), ``"pyarrow"`` or ``"polars"``.
+    read_only : bool
+        Refuse every change (writes, deletes, snapshots, staging, compaction, ``gc``, library
+        creation and deletion, option changes) with ``PermissionException`` naming the
+        operation, before anything is written. ``lmdb://`` stores are opened read-only, so a
+        directory this process cannot write, or a read-only file system, can be read; the store
+        must exist. Not in ArcticDB (arcticlite's addition; the default is ArcticDB's).
+    allow_pickle : bool
+        ``False``: never run ``pickle`` on stored bytes someone else may have written. Reads
+        of ``write_pickle`` data and of metadata or snapshot metadata that is not plain values
+        (dict, list, tuple, set, str, bytes, numbers, bool, None, datetime) raise
+        ``UnpicklingRefusedError``; plain values are decoded by a loader that cannot import or
+        call anything. The default ``True`` is ArcticDB's behaviour. See docs/reliability.md.
 
     Examples
     --------
@@ -95,13 +110,19 @@ class Arctic:
 
     def __init__(self, uri: str, encoding_version: EncodingVersion = EncodingVersion.V1,
                  output_format: Any = None, arrow_string_format_default: Any = None,
-                 *, store: KVStore | None = None) -> None:
+                 *, read_only: bool = False, allow_pickle: bool = True, store: KVStore | None = None) -> None:
         from arcticlite.storage import open_store
 
+        if not isinstance(uri, str):
+            raise UserInputException(
+                f"Arctic() takes a URI string such as 'lmdb:///path/to/store', 'mem://' or "
+                f"'s3://endpoint:bucket', not {type(uri).__name__}")
         self._uri = uri
+        self._read_only = bool(read_only)
+        self._allow_pickle = bool(allow_pickle)
         if store is None:
             _refuse_arcticdb_store(uri)
-        self._store = store if store is not None else open_store(uri)
+        self._store = store if store is not None else open_store(uri, read_only=self._read_only)
         self._output_format = output_format
         self._string_format = string_format_name(arrow_string_format_default)
         self._token = uuid.uuid4().hex
@@ -119,10 +140,18 @@ class Arctic:
         again (a ``mem://`` store included), elsewhere a new connection to the same store."""
         if self._token not in _LIVE:
             _LIVE[self._token] = self
-        return (_reconnect, (self._uri, self._token, self._output_format, self._string_format))
+        return (_reconnect, (self._uri, self._token, self._output_format, self._string_format,
+                             self._read_only, self._allow_pickle))
 
-    def _library_for_pickle(self, name: str, output_format: Any, string_format: Any) -> Library:
-        lib = self.get_library(name)
+    def _refuse_write(self, op: str) -> None:
+        if self._read_only:
+            raise PermissionException(
+                f"{op} refused: this Arctic connection was opened with read_only=True, so nothing in the "
+                "store can change; open it without read_only to write")
+
+    def _library_for_pickle(self, name: str, output_format: Any, string_format: Any, read_only: bool = False,
+                            allow_pickle: bool = True) -> Library:
+        lib = self.get_library(name, read_only=read_only or None, allow_pickle=None if allow_pickle else False)
         lib._output_format = output_format
         lib._string_format = string_format
         return lib
@@ -147,10 +176,19 @@ class Arctic:
         return LibraryOptions.from_json(header["options"])
 
     def _open(self, name: str, options: LibraryOptions, output_format: Any = None,
-              arrow_string_format_default: Any = None) -> Library:
+              arrow_string_format_default: Any = None, read_only: bool | None = None,
+              allow_pickle: bool | None = None) -> Library:
         if options.encoding_version is None:  # the effective encoding is reported, as ArcticDB does
             options = dataclasses.replace(options, encoding_version=self._encoding_version)
-        lib = Library(self._store, name, options, arctic=self)
+        # a library may only be stricter than its connection
+        if read_only is False and self._read_only:
+            raise ArcticInvalidApiUsageException(
+                f"library {name!r} cannot be opened with read_only=False: the Arctic connection is read-only")
+        if allow_pickle is True and not self._allow_pickle:
+            raise ArcticInvalidApiUsageException(
+                f"library {name!r} cannot be opened with allow_pickle=True: the Arctic connection has allow_pickle=False")
+        lib = Library(self._store, name, options, arctic=self, read_only=self._read_only or bool(read_only),
+                      allow_pickle=self._allow_pickle and allow_pickle is not False)
         lib._engine.conditional_ok = self._conditional_writes_ok
         if output_format is not None:
             lib._output_format = output_format
@@ -162,6 +200,7 @@ class Arctic:
                        output_format: Any = None, arrow_string_format_default: Any = None) -> Library:
         """Create a library; ``ValueError`` if it exists."""
         name = _check_library_name(name)
+        self._refuse_write("create_library")
         options = dataclasses.replace(library_options) if library_options is not None else LibraryOptions()
         options.validate()  # a caller may have set attributes since construction
         keys = LibraryKeys(name)
@@ -173,28 +212,37 @@ class Arctic:
 
     def get_library(self, name: str, create_if_missing: bool = False,
                     library_options: LibraryOptions | None = None, output_format: Any = None,
-                    arrow_string_format_default: Any = None) -> Library:
-        """Open a library (creating it when ``create_if_missing``)."""
+                    arrow_string_format_default: Any = None, *, read_only: bool | None = None,
+                    allow_pickle: bool | None = None) -> Library:
+        """Open a library (creating it when ``create_if_missing``).
+
+        ``read_only=True`` / ``allow_pickle=False`` apply the controls of :class:`Arctic` to
+        this library only (a library can be stricter than its connection, never looser).
+        """
         name = _check_library_name(name)
         if library_options is not None and not create_if_missing:
             raise ArcticInvalidApiUsageException(
                 "library_options are only used when creating a library: pass create_if_missing=True"
             )
+        created = False
         if not self.has_library(name):
             if not create_if_missing:
                 raise LibraryNotFound(f"Library [{name}] does not exist; create it with create_library()")
+            self._refuse_write("get_library(create_if_missing=True) of a missing library")
+            if read_only:
+                raise PermissionException(f"library {name!r} does not exist and read_only=True cannot create it")
             try:
-                return self.create_library(name, library_options, output_format=output_format,
-                                           arrow_string_format_default=arrow_string_format_default)
+                self.create_library(name, library_options)
+                created = True
             except ValueError:
                 pass  # created concurrently
         stored = self._load_options(name) or LibraryOptions()
-        if create_if_missing and library_options is not None and \
+        if not created and create_if_missing and library_options is not None and \
                 dataclasses.replace(library_options, encoding_version=None) != dataclasses.replace(stored, encoding_version=None):
             raise MismatchingLibraryOptions(
                 f"Library [{name}] exists with options {stored!r}, not {library_options!r}"
             )
-        return self._open(name, stored, output_format, arrow_string_format_default)
+        return self._open(name, stored, output_format, arrow_string_format_default, read_only, allow_pickle)
 
     def __getitem__(self, name: str) -> Library:
         return self.get_library(name)
@@ -211,6 +259,7 @@ class Arctic:
 
     def delete_library(self, name: str) -> None:
         """Delete a library and all its data (a no-op if it does not exist)."""
+        self._refuse_write("delete_library")
         if not self.has_library(name):
             return
         self._store.delete([registry_key(name)])
@@ -235,6 +284,9 @@ class Arctic:
         }.get(option)
         if field is None:
             raise ArcticInvalidApiUsageException(f"option {option!r} cannot be modified")
+        self._refuse_write("modify_library_option")
+        if library.read_only:
+            library._refuse_write("modify_library_option")
         new = dataclasses.replace(library.options(), **{field: value})
         self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, {"options": new.to_json(), "name": library.name}))
         library._options = new

@@ -10,9 +10,11 @@ class holds no data logic of its own: each method can be read in one place.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pickle
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +27,7 @@ from arcticlite.exceptions import (
     InternalException,
     NoDataFoundException,
     NoSuchVersionException,
+    PermissionException,
     StorageException,
     UnsortedDataException,
     UserInputException,
@@ -91,6 +94,22 @@ from arcticlite.version import LibraryKeys, Snapshots, SymbolList, VersionRecord
 
 MAX_SNAPSHOT_NAME = 254
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _mutates(fn: F) -> F:
+    """Mark a method that changes the store: on a read-only library it raises
+    ``PermissionException`` naming it, before anything is read or written."""
+    op = fn.__name__
+
+    @functools.wraps(fn)
+    def checked(self: Library, *args: Any, **kwargs: Any) -> Any:
+        if self._read_only:
+            self._refuse_write(op)
+        return fn(self, *args, **kwargs)
+
+    return cast(F, checked)
+
 
 def _table_options(options: LibraryOptions) -> TableOptions:
     return TableOptions(rows_per_segment=options.rows_per_segment, columns_per_segment=options.columns_per_segment,
@@ -115,16 +134,19 @@ class Library:
     rebase on a concurrent commit instead of losing it.
     """
 
-    def __init__(self, store: KVStore, name: str, options: LibraryOptions, arctic: Any = None) -> None:
+    def __init__(self, store: KVStore, name: str, options: LibraryOptions, arctic: Any = None, *,
+                 read_only: bool = False, allow_pickle: bool = True) -> None:
         self._store = store
         self._name = name
         self._arctic = arctic
+        self._read_only = read_only
+        self._allow_pickle = allow_pickle
         self._keys = LibraryKeys(name)
         self._table = TableEngine(store, self._keys, _table_options(options))
         self._options = options
         self._engine = self._table.versions
         self._snapshots = Snapshots(store, self._keys)
-        self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head)
+        self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head, read_only=read_only)
         self._engine.journal = self._journal
         self._engine.journal_intent = self._journal_intent
         self._output_format: Any = None
@@ -161,7 +183,8 @@ class Library:
         """Pickles as its ``Arctic`` connection and name (lazy frames and scan plans travel)."""
         if self._arctic is None:
             raise TypeError("a Library made without an Arctic connection cannot be pickled")
-        return (self._arctic._library_for_pickle, (self._name, self._output_format, self._string_format))
+        return (self._arctic._library_for_pickle, (self._name, self._output_format, self._string_format,
+                                                   self._read_only, self._allow_pickle))
 
     def __getitem__(self, symbol: str) -> VersionedItem:
         return self.read(symbol)
@@ -169,7 +192,18 @@ class Library:
     def __contains__(self, symbol: str) -> bool:
         return self.has_symbol(symbol)
 
+    @property
+    def read_only(self) -> bool:
+        """Whether this library refuses every change (``get_library(..., read_only=True)`` or
+        ``Arctic(..., read_only=True)``)."""
+        return self._read_only
+
     # -- internals shared by the methods ---------------------------------------------------------
+    def _refuse_write(self, op: str) -> None:
+        raise PermissionException(
+            f"{op} refused: library {self._name!r} was opened with read_only=True, so nothing in it can "
+            "change; open it without read_only to write")
+
     def _prune_default(self, prune: bool | None) -> bool:
         return self._options.prune_previous_versions if prune is None else bool(prune)
 
@@ -262,6 +296,7 @@ class Library:
         return batch.run_batch(self._table.pools.batch, items, fn, sym_of, as_of_of)
 
     # -- writes ---------------------------------------------------------------------------------
+    @_mutates
     def write(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
               staged: bool = False, validate_index: bool = True, index_column: Any = False,
               recursive_normalizers: bool | None = None) -> VersionedItem | None:
@@ -295,6 +330,7 @@ class Library:
         op = Write(self._table, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
         return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
+    @_mutates
     def write_pickle(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
                      staged: bool = False, recursive_normalizers: bool | None = None) -> VersionedItem:
         """Write any picklable object as a new version of ``symbol``."""
@@ -303,6 +339,7 @@ class Library:
         op = WritePickled(self._table, sym, body, self._pickle_meta(metadata))
         return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
+    @_mutates
     def append(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
                validate_index: bool = True, index_column: Any = False, compact_data: bool = False) -> VersionedItem:
         """Append rows after the last version of ``symbol`` (creating it if missing).
@@ -323,6 +360,7 @@ class Library:
             return self.compact_data(sym)
         return self._item(sym, rec)
 
+    @_mutates
     def update(self, symbol: str, data: Any, metadata: Any = None, upsert: bool = False,
                date_range: tuple[Any, Any] | None = None, prune_previous_versions: bool | None = None,
                index_column: Any = False) -> VersionedItem:
@@ -353,6 +391,7 @@ class Library:
                           kind="update")
         return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
+    @_mutates
     def delete_data_in_range(self, symbol: str, date_range: tuple[Any, Any],
                              prune_previous_versions: bool | None = None) -> None:
         """Remove the stored rows in the closed ``date_range`` (a new version, even if none matched)."""
@@ -363,6 +402,7 @@ class Library:
         self._apply(sym, ReplaceRange(self._table, sym, None, None, lo, hi, None, upsert=False, kind="delete_range"),
                     prune_previous_versions)
 
+    @_mutates
     def write_metadata(self, symbol: str, metadata: Any, prune_previous_versions: bool | None = None) -> VersionedItem:
         """A new version with the same data and new metadata (no data is rewritten)."""
         sym = check_symbol(symbol)
@@ -544,6 +584,7 @@ class Library:
         return describe.describe(self._resolve(check_symbol(symbol), as_of))
 
     # -- deletes --------------------------------------------------------------------------------
+    @_mutates
     def delete(self, symbol: str, versions: int | list[int] | None = None) -> None:
         """Delete all versions of ``symbol`` (it leaves ``list_symbols``), or only ``versions``.
 
@@ -563,6 +604,7 @@ class Library:
         self._table.commit(sym, chain.tombstone(sym, chosen, killed))
         self._cleanup(sym, killed)
 
+    @_mutates
     def prune_previous_versions(self, symbol: str) -> None:
         """Delete every version but the latest (versions in snapshots keep their data)."""
         sym = check_symbol(symbol)
@@ -582,6 +624,7 @@ class Library:
         self._cleanup(sym, killed)
 
     # -- staged writes --------------------------------------------------------------------------
+    @_mutates
     def stage(self, symbol: str, data: Any, validate_index: bool = True, sort_on_index: bool = False,
               sort_columns: list[str] | None = None, index_column: Any = False, *,
               job: str | None = None) -> StageResult:
@@ -608,6 +651,7 @@ class Library:
         """Symbols with staged data waiting for a finalize."""
         return staged_symbols(self._table)
 
+    @_mutates
     def delete_staged_data(self, symbol: str | StageResult | list[StageResult], *, job: str | None = None) -> None:
         """Forget staged data: of ``symbol`` (of its ``job`` only, when given), or exactly the
         given ``StageResult`` s. Its segments become unreachable and ``gc`` removes them."""
@@ -619,6 +663,7 @@ class Library:
             keys = staged_keys(self._table, check_symbol(symbol), job)
         self._store.delete(keys)
 
+    @_mutates
     def finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
                              prune_previous_versions: bool | None = None, metadata: Any = None,
                              validate_index: bool = True, delete_staged_data_on_failure: bool = False,
@@ -633,6 +678,7 @@ class Library:
         return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
             self._table, sym, staged, append=append, metadata=self._pickle_meta(metadata)), prune_previous_versions)
 
+    @_mutates
     def sort_and_finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
                                       prune_previous_versions: bool | None = None, metadata: Any = None,
                                       delete_staged_data_on_failure: bool = False,
@@ -673,6 +719,7 @@ class Library:
         plan = self.compact_data_explain_plan(symbol, segment_size)
         return plan.segments_before - plan.segments_after >= FRAGMENTED_SEGMENT_COUNT
 
+    @_mutates
     def defragment_symbol_data(self, symbol: str, segment_size: int | None = None,
                                prune_previous_versions: bool | None = None) -> VersionedItem:
         """Deprecated ArcticDB name of :meth:`compact_data`; raises when nothing needs compacting."""
@@ -680,6 +727,7 @@ class Library:
             raise InternalException(f"E_ASSERTION_FAILURE: Nothing to compact in symbol {symbol!r}")
         return self.compact_data(symbol, segment_size, prune_previous_versions)
 
+    @_mutates
     def compact_data(self, symbol: str, rows_per_segment: int | None = None,
                      prune_previous_versions: bool | None = None) -> VersionedItem:
         """Merge small segments into ``rows_per_segment``-row ones as a new version.
@@ -698,6 +746,7 @@ class Library:
         op = rewrite_compaction(self._table, sym, base, plan, leaves)
         return self._item(sym, self._apply(sym, op, prune_previous_versions))
 
+    @_mutates
     def compact_data_tasks(self, symbol: str, rows_per_segment: int | None = None) -> CompactionJob:
         """Plan :meth:`compact_data` for parallel execution (the Spark connector's
         maintenance helper): one picklable task per run of small or oversized row slices, each
@@ -712,6 +761,7 @@ class Library:
         return CompactionJob(sym, plan, compaction_tasks(self._table, uri, self._name, sym, base, plan, leaves),
                              base.seq)
 
+    @_mutates
     def commit_compaction(self, job: CompactionJob, results: list[Any],
                           prune_previous_versions: bool | None = None) -> VersionedItem:
         """Commit the results of ``job``'s tasks (in task order) as one new version, rebased on
@@ -741,6 +791,8 @@ class Library:
 
         Safe while readers and writers run (with a grace period longer than any commit).
         """
+        if not dry_run and self._read_only:
+            self._refuse_write("gc")
         return collect_garbage(self._table, self._engine, self._snapshots, grace_period, dry_run)
 
     # -- symbols, versions, snapshots -----------------------------------------------------------
@@ -757,10 +809,12 @@ class Library:
             syms = [s for s in syms if pat.search(s)]
         return syms
 
+    @_mutates
     def reload_symbol_list(self) -> None:
         """Rebuild the symbol-list cache from the version refs."""
         self._symbol_list.rebuild()
 
+    @_mutates
     def compact_symbol_list(self) -> int:
         """Compact the symbol-list journal into one key; returns the number of keys merged."""
         return self._symbol_list.compact()
@@ -800,6 +854,7 @@ class Library:
                     break
         return out
 
+    @_mutates
     def snapshot(self, snapshot_name: str, metadata: Any = None, skip_symbols: list[str] | None = None,
                  versions: dict[str, int] | None = None) -> None:
         """Record the latest version of every symbol (or ``versions``) under a name.
@@ -852,6 +907,7 @@ class Library:
         head = self._engine.head(sym)
         return head is not None and head.is_live(seq)
 
+    @_mutates
     def delete_snapshot(self, snapshot_name: str) -> None:
         """Delete a snapshot; data no live version or other snapshot needs is removed."""
         snap = self._snapshots.read(snapshot_name)
@@ -894,6 +950,7 @@ class Library:
         return describe.segments_frame(self._store, idx)
 
     # -- batches --------------------------------------------------------------------------------
+    @_mutates
     def write_batch(self, payloads: list[WritePayload], prune_previous_versions: bool | None = None,
                     validate_index: bool = True) -> list[VersionedItem | DataError]:
         """Write many symbols; parallel where the store benefits."""
@@ -903,6 +960,7 @@ class Library:
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
             validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
 
+    @_mutates
     def write_pickle_batch(self, payloads: list[WritePayload],
                            prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """Write many symbols' objects pickled."""
@@ -911,6 +969,7 @@ class Library:
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions),
             lambda p: p.symbol)
 
+    @_mutates
     def append_batch(self, append_payloads: list[WritePayload], prune_previous_versions: bool | None = None,
                      validate_index: bool = True, compact_data: bool = False) -> list[VersionedItem | DataError]:
         """Append to many symbols."""
@@ -920,6 +979,7 @@ class Library:
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
             validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
 
+    @_mutates
     def update_batch(self, update_payloads: list[UpdatePayload], upsert: bool = False,
                      prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """Update many symbols."""
@@ -929,6 +989,7 @@ class Library:
             p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
             prune_previous_versions=prune_previous_versions, index_column=p.index_column), lambda p: p.symbol)
 
+    @_mutates
     def write_metadata_batch(self, write_metadata_payloads: list[WriteMetadataPayload],
                              prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """New metadata for many symbols."""
@@ -998,12 +1059,14 @@ class Library:
         return self._run_batch(reqs, lambda r: self.get_description(r.symbol, as_of=r.as_of),
                                lambda r: r.symbol, lambda r: r.as_of)
 
+    @_mutates
     def delete_batch(self, delete_requests: list[str | DeleteRequest]) -> list[DataError | None]:
         """Delete many symbols (or versions of them)."""
         reqs = [d if isinstance(d, DeleteRequest) else DeleteRequest(symbol=d, version_ids=None)  # type: ignore[arg-type]
                 for d in delete_requests]
         return self._run_batch(reqs, lambda r: self.delete(r.symbol, r.version_ids), lambda r: r.symbol)
 
+    @_mutates
     def compact_data_batch(self, symbols: list[str], rows_per_segment: int | None = None,
                            prune_previous_versions: bool | None = None) -> list[Any]:
         """Compact many symbols."""

@@ -8,11 +8,13 @@ clauses over Arrow tables.
 
 from arcticlite.query._builder import ExpressionNode, QueryBuilder, col, where
 from arcticlite.query._execute import QueryPlan, plan_query, referenced_columns, run_query
+from arcticlite.query._expr import absent_name
 
 __all__ = [
     "ExpressionNode",
     "QueryBuilder",
     "QueryPlan",
+    "absent_name",
     "col",
     "plan_query",
     "referenced_columns",

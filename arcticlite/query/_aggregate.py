@@ -5,7 +5,8 @@ order of first appearance, which for resample buckets is time order). As in Arct
 NaN is skipped by every aggregation (``sum`` of nothing is 0, ``mean`` / ``min`` /
 ``max`` / ``first`` / ``last`` of nothing is NaN, ``count`` counts present values as
 uint64), integer sums widen to int64 / uint64, and rows with a missing group key are
-dropped.
+dropped. Values absent under dynamic schema are skipped too; an integer ``min`` / ``max`` /
+``first`` / ``last`` of nothing is 0, as a plain read shows an absent integer.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def _finish(result: pa.ChunkedArray, op: str, source_type: pa.DataType) -> pa.Ch
         return result.cast(pa.int64(), safe=False).cast(source_type)
     if pa.types.is_floating(result.type):
         return result.fill_null(pa.scalar(float("nan"), result.type))
+    if pa.types.is_integer(result.type):  # a group whose values are all absent (dynamic schema)
+        return result.fill_null(pa.scalar(0, result.type))
     return result
 
 

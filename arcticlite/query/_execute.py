@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arcticlite.exceptions import InternalException, SchemaException, UserInputException
 from arcticlite.query._aggregate import (
@@ -28,7 +29,14 @@ from arcticlite.query._aggregate import (
     resample_labels,
 )
 from arcticlite.query._builder import ExpressionNode, QueryBuilder
-from arcticlite.query._expr import Evaluator, scalar_category, scalar_type, ts_ns
+from arcticlite.query._expr import (
+    Evaluator,
+    absent_name,
+    is_absent_name,
+    scalar_category,
+    scalar_type,
+    ts_ns,
+)
 
 _ROWWISE = ("filter", "project", "date_range")
 _SLICES = ("head", "tail", "row_range")
@@ -297,6 +305,8 @@ def _project(st: _State, name: str, expr: Any) -> None:
         else:
             data = pa.array([data] * st.table.num_rows if cat == "str" else np.full(st.table.num_rows, data),
                             type=scalar_type(data))
+    if val.absent is not None:  # missing where an input is absent: shown as a plain read shows it
+        data = pc.if_else(val.absent, _backfill(data.type), data)
     stored = st.resolve(name)
     index_set = set(st.meta.index_columns)
     if stored is not None and stored in st.table.column_names and stored not in index_set:
@@ -305,6 +315,22 @@ def _project(st: _State, name: str, expr: Any) -> None:
         stored = name if name not in st.table.column_names else f"{name}__projected"
         st.table = st.table.append_column(stored, data)
         st.names[name] = stored
+    marker = absent_name(stored)
+    if marker in st.table.column_names:
+        st.table = st.table.drop_columns([marker])
+    if val.absent is not None:
+        st.table = st.table.append_column(marker, val.absent)
+
+
+def _backfill(t: pa.DataType) -> pa.Scalar:
+    """What a plain read shows for a missing value of type ``t`` (dynamic schema)."""
+    if pa.types.is_integer(t):
+        return pa.scalar(0, t)
+    if pa.types.is_floating(t):
+        return pa.scalar(float("nan"), t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False)
+    return pa.scalar(None, t)
 
 
 def _index_ns(st: _State, clause: str) -> np.ndarray:
@@ -397,4 +423,7 @@ def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, An
     if plan.output_columns is not None:
         keep = set(st.meta.user_to_stored(list(plan.output_columns))) | set(st.meta.index_columns)
         st.table = st.table.select([n for n in st.table.column_names if n in keep])
+    markers = [n for n in st.table.column_names if is_absent_name(n)]
+    if markers:
+        st.table = st.table.drop_columns(markers)
     return st.table, st.meta

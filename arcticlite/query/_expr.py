@@ -6,6 +6,12 @@ comparison, ``isin``, ``isna``, ``regex_match`` or a logical operator), a *colum
 (in)equality and only with strings, arithmetic needs numbers, integer results widen
 (``uint8 + uint8 -> uint16``, ``int32 + int32 -> int64``), ``/`` gives float64, a missing
 value is "not equal" to anything and "not in" any set.
+
+Under dynamic schema a column may be *absent* from some rows (their segments were written
+before the column existed). A plain read shows those rows backfilled (0, NaN, None), but in a
+query they are missing, as in ArcticDB: comparisons (``!=`` and ``isnotin`` too) are false on
+them, ``isna`` is true, arithmetic gives a missing result and aggregations skip them. The
+reader marks them with a boolean column named :func:`absent_name` of the stored column.
 """
 
 from __future__ import annotations
@@ -33,13 +39,43 @@ _ARITH = {"+": ("add", "ADD"), "-": ("subtract", "SUB"), "*": ("multiply", "MUL"
           "**": ("power", "POW")}
 
 
+#: Prefix of the boolean columns marking rows where a column is absent (dynamic schema).
+_ABSENT = "\x00absent\x00"
+
+
+def absent_name(stored: str) -> str:
+    """Name of the boolean column marking the rows where stored column ``stored`` is absent."""
+    return _ABSENT + stored
+
+
+def is_absent_name(name: str) -> bool:
+    """Whether ``name`` is a column made by :func:`absent_name`."""
+    return name.startswith(_ABSENT)
+
+
 @dataclass(frozen=True, slots=True)
 class Val:
-    """An evaluated expression: ``kind`` is ``"bitset"``, ``"column"`` or ``"scalar"``."""
+    """An evaluated expression: ``kind`` is ``"bitset"``, ``"column"`` or ``"scalar"``;
+    ``absent`` (columns only) marks the rows where the value is missing (dynamic schema)."""
 
     kind: str
     data: Any
     text: str
+    absent: Any = None
+
+
+def _either(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else pc.or_(a, b)
+
+
+def _present(out: Any, *vals: Val) -> Any:
+    """``out`` (a bitset) false wherever an operand is absent."""
+    mask = None
+    for v in vals:
+        mask = _either(mask, v.absent)
+    return out if mask is None else pc.and_(out, pc.invert(mask))
 
 
 def category(t: pa.DataType) -> str:
@@ -194,7 +230,7 @@ class Evaluator:
         self.clause = clause
 
     def column(self, name: Any) -> ArrowData:
-        """The stored column for user name ``name``, or ``SchemaException``."""
+        """The stored column for user name ``name`` (null where absent), or ``SchemaException``."""
         stored = self.resolve(name)
         if stored is None or stored not in self.table.column_names:
             raise SchemaException(
@@ -203,7 +239,18 @@ class Evaluator:
         data = self.table.column(stored)
         if pa.types.is_dictionary(data.type):
             data = data.cast(data.type.value_type)
+        mask = self.absent(name)
+        if mask is not None:
+            data = pc.if_else(mask, pa.scalar(None, data.type), data)
         return data
+
+    def absent(self, name: Any) -> Any:
+        """The rows where column ``name`` is absent (a boolean column), or None."""
+        stored = self.resolve(name)
+        marker = absent_name(stored) if stored is not None else None
+        if marker is None or marker not in self.table.column_names:
+            return None
+        return self.table.column(marker)
 
     def eval(self, node: Any) -> Val:
         """Evaluate ``node`` (an :class:`ExpressionNode` or a scalar)."""
@@ -213,7 +260,7 @@ class Evaluator:
             return Val("scalar", node, repr(node))
         op, args = node.op, node.args
         if op == "col":
-            return Val("column", self.column(args[0]), f'Column["{args[0]}"]')
+            return Val("column", self.column(args[0]), f'Column["{args[0]}"]', self.absent(args[0]))
         if op in _CMP:
             return self._compare(op, self.eval(args[0]), self.eval(args[1]))
         if op in _LOGIC:
@@ -261,7 +308,7 @@ class Evaluator:
         ca, cb = self._operand_cat(a), self._operand_cat(b)
         text = f"{a.text} {_CMP_NAME[op]} {b.text}"
         if "null" in (ca, cb):  # a column without values: nothing equals, everything differs
-            return Val("bitset", self._const(op == "!="), text)
+            return Val("bitset", _present(self._const(op == "!="), a, b), text)
         bad = ca != cb or ca == "other" or (ca == "str" and op not in ("==", "!=")) or (a.kind == b.kind == "scalar")
         if bad:
             raise UserInputException(
@@ -274,15 +321,15 @@ class Evaluator:
             x = a.data if a.kind != "scalar" else _wide(_py_scalar(a.data))
             y = b.data if b.kind != "scalar" else _wide(_py_scalar(b.data))
         out = getattr(pc, _CMP[op])(x, y)
-        return Val("bitset", out.fill_null(op == "!="), text)
+        return Val("bitset", _present(out.fill_null(op == "!="), a, b), text)
 
     def _arith(self, op: str, a: Val, b: Val) -> Val:
         fn, name = _ARITH[op]
         # as in ArcticDB, timestamp columns take part in arithmetic as int64 nanoseconds
         if a.kind == "column" and category(a.data.type) == "ts":
-            a = Val("column", _ts_array(a.data), a.text)
+            a = Val("column", _ts_array(a.data), a.text, a.absent)
         if b.kind == "column" and category(b.data.type) == "ts":
-            b = Val("column", _ts_array(b.data), b.text)
+            b = Val("column", _ts_array(b.data), b.text, b.absent)
         if self._operand_cat(a) != "num" or self._operand_cat(b) != "num" or a.kind == "bitset" or b.kind == "bitset":
             raise UserInputException(
                 f"E_INVALID_USER_ARGUMENT Non-numeric operand provided to binary operation: "
@@ -295,7 +342,7 @@ class Evaluator:
         text = f"({a.text} {name} {b.text})"
         if a.kind == b.kind == "scalar":
             return Val("scalar", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)).as_py(), text)
-        return Val("column", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)), text)
+        return Val("column", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)), text, _either(a.absent, b.absent))
 
     @staticmethod
     def _pow_dtype(a: Val, b: Val) -> np.dtype[Any]:
@@ -320,7 +367,7 @@ class Evaluator:
         data = a.data
         if op == "neg" and dt.kind == "u":
             data = data.cast(pa.from_numpy_dtype(np.dtype(f"int{min(64, dt.itemsize * 16)}")))
-        return Val("column", pc.abs(data) if op == "abs" else pc.negate(data), f"{name}({a.text})")
+        return Val("column", pc.abs(data) if op == "abs" else pc.negate(data), f"{name}({a.text})", a.absent)
 
     def _isin(self, op: str, a: Val, values: tuple[Any, ...]) -> Val:
         name = "ISIN" if op == "isin" else "ISNOTIN"
@@ -356,7 +403,7 @@ class Evaluator:
             else:
                 vs = pa.array([_py_scalar(v) for v in values], data.type)
             mask = pc.is_in(data, value_set=vs).fill_null(False)
-        return Val("bitset", mask if op == "isin" else pc.invert(mask), f"{name}({a.text})")
+        return Val("bitset", _present(mask if op == "isin" else pc.invert(mask), a), f"{name}({a.text})")
 
     def _const(self, value: bool) -> pa.Array:
         return pa.array(np.full(self.table.num_rows, value, dtype=bool))
@@ -396,7 +443,12 @@ class Evaluator:
         out = pc.if_else(cond, xa, xb)
         if isinstance(out, pa.Scalar):
             out = pa.array([out.as_py()] * len(self.table), dt)
-        return Val("column", out, text)
+        absent = None
+        if a.absent is not None or b.absent is not None:
+            no = pa.scalar(False)
+            absent = pc.if_else(cond, a.absent if a.absent is not None else no,
+                                b.absent if b.absent is not None else no)
+        return Val("column", out, text, absent)
 
 
 def _scalar_fits(v: Any, t: pa.DataType) -> bool:

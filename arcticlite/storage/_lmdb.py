@@ -148,25 +148,23 @@ class _SharedExclusiveLock:
 class _EnvHandle:
     """One open environment of this process, shared by the stores on its path."""
 
-    def __init__(self, path: str, map_size: int) -> None:
+    def __init__(self, path: str, map_size: int, read_only: bool = False) -> None:
         self.path = path
         self.pid = os.getpid()
         self.refs = 0
+        self.read_only = read_only
         self.lock = _SharedExclusiveLock()
         try:
-            self.env: Any = lmdb.open(
-                path,
-                map_size=map_size,
-                subdir=True,
-                writemap=False,
-                max_readers=_MAX_READERS,
-                max_dbs=0,
-                max_spare_txns=0,
-                lock=True,
-                readahead=False,
-            )
+            self.env: Any = self._open(path, map_size, read_only, lock=True)
         except lmdb.Error as exc:
-            raise _translate(exc, f"cannot open LMDB environment at {path!r}") from exc
+            if not read_only or not _denied(exc):
+                raise _translate(exc, f"cannot open LMDB environment at {path!r}") from exc
+            # a read-only directory: its lock file cannot be opened for writing, so the
+            # environment is read without LMDB's reader table (no process may write it meanwhile)
+            try:
+                self.env = self._open(path, map_size, read_only, lock=False)
+            except lmdb.Error as exc2:
+                raise _translate(exc2, f"cannot open LMDB environment at {path!r}") from exc2
         # free reader slots left by processes that died inside a read transaction (kill -9),
         # which would otherwise pin old pages and make the file grow
         with contextlib.suppress(lmdb.Error):
@@ -176,6 +174,12 @@ class _EnvHandle:
             self.env.close()
             raise StorageException(f"this liblmdb supports keys of {limit} bytes; need {_MAX_KEY}")
         self.generation = 0  # bumped by every resize in this process
+
+    @staticmethod
+    def _open(path: str, map_size: int, read_only: bool, lock: bool) -> Any:
+        return lmdb.open(path, map_size=map_size, subdir=True, readonly=read_only, writemap=False,
+                         max_readers=_MAX_READERS, max_dbs=0, max_spare_txns=0, lock=lock,
+                         readahead=False, create=not read_only)
 
     def map_size(self) -> int:
         return int(self.env.info()["map_size"])
@@ -209,7 +213,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _acquire(path: str, map_size: int) -> _EnvHandle:
+def _acquire(path: str, map_size: int, read_only: bool = False) -> _EnvHandle:
     key = (os.getpid(), path)
     with _registry_lock:
         if path in _unsafe_after_fork:
@@ -221,8 +225,12 @@ def _acquire(path: str, map_size: int) -> _EnvHandle:
             )
         handle = _registry.get(key)
         if handle is None:
-            handle = _EnvHandle(path, map_size)
+            handle = _EnvHandle(path, map_size, read_only)
             _registry[key] = handle
+        elif handle.read_only and not read_only:  # a read-only store may share a writable one
+            raise PermissionException(
+                f"the LMDB environment at {path!r} is open read-only in this process "
+                "(Arctic(..., read_only=True)); close that connection before opening it for writing")
         handle.refs += 1
         return handle
 
@@ -265,11 +273,16 @@ def _drop_pages(view: memoryview) -> None:
         _LIBC.madvise(lo, hi - lo, _MADV_DONTNEED)
 
 
+def _denied(exc: BaseException) -> bool:
+    text = str(exc)
+    return "Permission denied" in text or "EACCES" in text or "Read-only file system" in text \
+        or isinstance(exc, PermissionError)
+
+
 def _translate(exc: BaseException, what: str) -> StorageException:
     if isinstance(exc, lmdb.MapFullError):
         return LmdbMapFullError(f"{what}: the LMDB map could not grow ({exc})")
-    text = str(exc)
-    if "Permission denied" in text or "EACCES" in text or isinstance(exc, PermissionError):
+    if _denied(exc):
         return PermissionException(f"{what}: permission denied ({exc})")
     return StorageException(f"{what}: LMDB error {type(exc).__name__}: {exc}")
 
@@ -284,6 +297,10 @@ class LmdbStore(KVStore):
     map_size : int, optional
         Initial map size in bytes (default 1 GiB). The map doubles automatically when full,
         so this is only a starting reservation of address space.
+    read_only : bool
+        Open the environment read-only: nothing is created, every write raises
+        :class:`PermissionException` before touching the file, and a directory the process
+        cannot write (or a read-only file system) can be read.
 
     Notes
     -----
@@ -296,8 +313,9 @@ class LmdbStore(KVStore):
 
     atomic_commit = True
 
-    def __init__(self, path: str | os.PathLike[str], map_size: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], map_size: int | None = None, *, read_only: bool = False) -> None:
         self.path = os.path.abspath(os.fspath(path))
+        self.read_only = read_only
         if map_size is not None and (not isinstance(map_size, int) or map_size <= 0):
             raise UserInputException(f"map_size must be a positive int, got {map_size!r}")
         self.map_size = int(map_size) if map_size is not None else DEFAULT_MAP_SIZE
@@ -306,7 +324,7 @@ class LmdbStore(KVStore):
         self._closed = False
 
     def __repr__(self) -> str:
-        return f"LmdbStore({self.path!r})"
+        return f"LmdbStore({self.path!r}{', read_only=True' if self.read_only else ''})"
 
     # -- environment ---------------------------------------------------------------------------
     def _env(self) -> _EnvHandle:
@@ -318,11 +336,16 @@ class LmdbStore(KVStore):
         with self._handle_lock:
             handle = self._handle
             if handle is None or handle.pid != os.getpid():
-                try:
-                    os.makedirs(self.path, exist_ok=True)
-                except OSError as exc:
-                    raise _translate(exc, f"cannot create LMDB directory {self.path!r}") from exc
-                handle = _acquire(self.path, self.map_size)
+                if self.read_only:
+                    if not os.path.isfile(os.path.join(self.path, "data.mdb")):
+                        raise StorageException(
+                            f"no LMDB store at {self.path!r}; a read-only store is never created: check the path")
+                else:
+                    try:
+                        os.makedirs(self.path, exist_ok=True)
+                    except OSError as exc:
+                        raise _translate(exc, f"cannot create LMDB directory {self.path!r}") from exc
+                handle = _acquire(self.path, self.map_size, self.read_only)
                 self._handle = handle
             return handle
 
@@ -331,6 +354,8 @@ class LmdbStore(KVStore):
 
         With ``buffers=True`` values are zero-copy views valid only inside ``fn``.
         """
+        if write and self.read_only:
+            raise PermissionException(f"{what} refused: the LMDB store at {self.path!r} was opened read-only")
         handle = self._env()
         lock = handle.lock
         for _ in range(_MAX_GROWTHS):

@@ -233,7 +233,8 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
     returns the table and the metadata that describes it (new after an aggregation)."""
     table = read_segments(store, keys, plan.symbol, plan.leaves, plan.schema, plan.n_index,
                           list(plan.columns), plan.row_range, dynamic=plan.dynamic,
-                          index_range=plan.index_range, pools=pools, positions=plan.positions)
+                          index_range=plan.index_range, pools=pools, positions=plan.positions,
+                          mark_absent=plan.dynamic and plan.query is not None)
     ir = plan.index_range
     if ir is not None and table.num_rows:
         idx = table.column(0).cast(pa.int64()).to_numpy()

@@ -30,6 +30,7 @@ import pyarrow as pa
 from arcticlite import format as fermion
 from arcticlite.exceptions import ArcticException
 from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
+from arcticlite.query import absent_name
 from arcticlite.storage import KVStore, MemoryStore
 from arcticlite.table._pools import Pools, shared
 from arcticlite.version import LibraryKeys
@@ -453,6 +454,7 @@ def read_segments(
     index_range: tuple[int, int] | None = None,
     pools: Pools | None = None,
     positions: Sequence[int] | None = None,
+    mark_absent: bool = False,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -461,6 +463,8 @@ def read_segments(
     segments that straddle its bounds, decoding only the pages of the rows inside it; the
     caller still slices the result exactly. ``positions``: the data-column positions of
     ``wanted`` when the caller already has them (a read plan), so they are not looked up again.
+    ``mark_absent`` (dynamic schema, for a query): a column backfilled in some rows gets a
+    boolean companion column (``query.absent_name``) true on those rows.
     """
     index_names = [schema.field(i).name for i in range(n_index)]
     wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
@@ -499,7 +503,7 @@ def read_segments(
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if n_index else None, index_range=use_range,
                            pools=pools or shared())
-    return _assemble(tables, first_in_group, out_schema, set(index_names))
+    return _assemble(tables, first_in_group, out_schema, set(index_names), mark_absent=mark_absent)
 
 
 def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynamic: bool,
@@ -541,16 +545,18 @@ def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynam
 
 
 def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa.Schema,
-              index_names: set[str]) -> pa.Table:
+              index_names: set[str], *, mark_absent: bool = False) -> pa.Table:
     """Put column slices of the same rows side by side, then stack row groups (zero-copy:
     each output column is a chunked array of the decoded pieces)."""
     chunks: dict[str, list[Any]] = {f.name: [] for f in out_schema}
+    pieces: dict[str, list[tuple[bool, int]]] = {f.name: [] for f in out_schema}  # (absent, rows)
     group: dict[str, pa.ChunkedArray] = {}
     nrows = 0
 
     def flush() -> None:
         for f in out_schema:
             col = group.get(f.name)
+            pieces[f.name].append((col is None, nrows))
             if col is None:
                 chunks[f.name].append(fill_missing(f.type, nrows))
             else:
@@ -568,7 +574,15 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
             group.setdefault(name, col)
     flush()
     arrays = [pa.chunked_array(chunks[f.name], type=f.type) for f in out_schema]
-    return pa.Table.from_arrays(arrays, schema=out_schema)
+    table = pa.Table.from_arrays(arrays, schema=out_schema)
+    if mark_absent:
+        for f in out_schema:
+            flags = pieces[f.name]
+            if f.name in index_names or not any(a for a, _ in flags):
+                continue
+            absent = np.repeat([a for a, _ in flags], [n for _, n in flags])
+            table = table.append_column(absent_name(f.name), pa.array(absent, pa.bool_()))
+    return table
 
 
 def _cast(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:

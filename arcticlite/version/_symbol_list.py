@@ -65,8 +65,10 @@ class SymbolList:
         keys: LibraryKeys,
         threshold: int = 500,
         head_of: Callable[[str], VersionRecord | None] | None = None,
+        read_only: bool = False,
     ) -> None:
         self.head_of = head_of
+        self.read_only = read_only  # list without compacting or healing the journal
         self.store = store
         self.keys = keys
         self.threshold = threshold
@@ -93,8 +95,10 @@ class SymbolList:
                 continue  # not committed (yet): ignore
             if VersionRecord.from_bytes(raw).token == token:
                 _merge(state, sym, seq, op)
-                self.record(sym, seq, op)  # heal: the writer died before its journal entry
-            self.store.delete([k])
+                if not self.read_only:
+                    self.record(sym, seq, op)  # heal: the writer died before its journal entry
+            if not self.read_only:
+                self.store.delete([k])
 
     def record(self, sym: str, seq: int, op: str) -> None:
         self.store.write(*self.entry(sym, seq, op))
@@ -149,7 +153,7 @@ class SymbolList:
             if next(iter(self.store.list_keys(self.keys.ref_prefix)), None) is not None:
                 return self.rebuild()
             return state
-        if len(journal) > self.threshold:
+        if len(journal) > self.threshold and not self.read_only:
             self._write_compacted(state, journal + compacted)
         return state
 
@@ -178,5 +182,6 @@ class SymbolList:
             if self.head_of is not None and not self.store.atomic_commit:
                 head = self.head_of(sym) or head  # a ref on S3 is a hint: follow it forward
             _merge(state, sym, head.seq, "a" if head.latest_live is not None else "d")
-        self._write_compacted(state, journal + compacted)
+        if not self.read_only:
+            self._write_compacted(state, journal + compacted)
         return state
