@@ -44,6 +44,11 @@ def describe(rec: VersionRecord) -> SymbolDescription:
         itype = "multi_index" if meta.index_kind == "multi" else "index"
     if meta.kind in ("series", "ndarray"):
         index, itype = (), "NA"
+    if meta.written_empty:  # described as ArcticDB describes a line begun by a 0-row write
+        label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
+        cols = (NameWithDType(label, "NANOSECONDS_UTC64"), *cols)
+        if index:
+            index = (NameWithDType(label, "NANOSECONDS_UTC64"),)
     dr: tuple[Any, Any] = nat
     if meta.index_kind == "datetime" and rec.first_index is not None and rec.sorted != "UNSORTED":
         a, b = pd.Timestamp(rec.first_index, unit="ns"), pd.Timestamp(rec.last_index, unit="ns")

@@ -154,6 +154,7 @@ def _index_to_arrow(
                 "index_kind": "datetime",
                 "index_names": (idx.name,),
                 "index_hints": ("dt",),
+                "written_empty": True,
             }
         return [], {
             "index_kind": "range",
@@ -163,6 +164,8 @@ def _index_to_arrow(
         }
     if isinstance(idx, pd.DatetimeIndex):
         arr, dt_fields = _datetime_to_arrow(idx)
+        if nrows == 0:
+            dt_fields["written_empty"] = True
         return [arr], {"index_kind": "datetime", "index_names": (idx.name,), **dt_fields}
     if isinstance(idx, pd.MultiIndex):
         arrays, hints = [], []

@@ -120,6 +120,10 @@ class NormMeta:
         ndarray shape as written (row count as written; reads may slice rows).
     dtype : str or None
         ndarray dtype (``numpy.dtype.str``).
+    written_empty : bool
+        The symbol's data line began with a 0-row write (a frame or Series with a datetime or
+        RangeIndex); appends and updates keep it. ``get_description`` then lists the index as
+        a timestamp column too, as ArcticDB describes such symbols.
     format_version : int
         Layout version of this record.
     """
@@ -142,6 +146,7 @@ class NormMeta:
     columns_dtype: str = "object"
     shape: tuple[int, ...] | None = None
     dtype: str | None = None
+    written_empty: bool = False
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:

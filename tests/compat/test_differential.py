@@ -490,7 +490,6 @@ KNOWN_DIFFERENCES = {
     "compact_data(": "compact_data's row slicing: arcticlite's small appends share an open tail and "
                      "its merge rule is its own, so whether a compaction does work (and so takes a "
                      "version id) can differ from ArcticDB's",
-    "get_description(": "get_description of a symbol written as a 0-row frame lists no 'index' column",
 }
 
 
@@ -498,7 +497,5 @@ def known_difference(divergence: list[str]) -> str | None:
     op = divergence[1].split("operation:", 1)[1].strip()
     for prefix, reason in KNOWN_DIFFERENCES.items():
         if op.startswith(prefix):
-            if prefix == "get_description(" and ", 0," not in divergence[2]:
-                return None  # only the 0-row case is known
             return reason
     return None

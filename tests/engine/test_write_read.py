@@ -517,6 +517,27 @@ def test_get_description_kinds(lib: Library) -> None:
         lib.get_description("nope")
 
 
+def test_description_of_a_symbol_begun_by_a_zero_row_write(lib: Library) -> None:
+    # described as ArcticDB describes it: the index also listed as a timestamp column, kept
+    # through appends and updates; a later non-empty write describes normally again
+    empty = pd.DataFrame({"a": np.array([], dtype=np.int64)}, index=pd.DatetimeIndex([], name="ts"))
+    lib.write("e", empty)
+    d = lib.get_description("e")
+    assert [c.name for c in d.columns] == ["ts", "a"] and d.index[0].name == "ts" and d.row_count == 0
+    lib.append("e", pd.DataFrame({"a": [1]}, index=pd.DatetimeIndex(["2024-01-01"], name="ts")))
+    assert [c.name for c in lib.get_description("e").columns] == ["ts", "a"]
+    assert lib.read("e").data["a"].tolist() == [1]  # the data itself is as written
+    lib.write("r", pd.DataFrame({"a": np.array([], dtype=np.int64)}))  # unnamed RangeIndex
+    assert [c.name for c in lib.get_description("r").columns] == ["index", "a"]
+    lib.write("s", pd.Series(np.array([], dtype=np.float64), name="s"))
+    ds = lib.get_description("s")
+    assert [c.name for c in ds.columns] == ["index", "s"] and ds.index == () and ds.index_type == "NA"
+    lib.write("e", pd.DataFrame({"a": [2]}, index=pd.DatetimeIndex(["2024-01-02"], name="ts")))
+    assert [c.name for c in lib.get_description("e").columns] == ["a"]
+    lib.update("e", empty)  # an update with no rows changes nothing of the description
+    assert [c.name for c in lib.get_description("e").columns] == ["a"]
+
+
 def test_options_and_name(lib: Library, library_options: object) -> None:
     assert lib.name == "lib"
     assert lib.options() == effective_options(library_options)
