@@ -113,10 +113,6 @@ class Arctic:
                  *, read_only: bool = False, allow_pickle: bool = True, store: KVStore | None = None) -> None:
         from arcticlite.storage import open_store
 
-        if not isinstance(uri, str):
-            raise UserInputException(
-                f"Arctic() takes a URI string such as 'lmdb:///path/to/store', 'mem://' or "
-                f"'s3://endpoint:bucket', not {type(uri).__name__}")
         self._uri = uri
         self._read_only = bool(read_only)
         self._allow_pickle = bool(allow_pickle)
