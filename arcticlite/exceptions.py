@@ -12,7 +12,8 @@ All derive from ``RuntimeError``, as in ArcticDB. Backend errors (``lmdb.Error``
     ├── UserInputException                      bad argument or bad data: fix the call
     │   ├── DataTooNestedException
     │   ├── UnsupportedKeyInDictionary
-    │   └── InvalidSymbolName                    symbol / snapshot / library name not allowed
+    │   ├── InvalidSymbolName                    symbol / snapshot / library name not allowed
+    │   └── UnpicklingRefusedError              stored bytes need pickle; allow_pickle=False
     ├── SortingException
     │   └── UnsortedDataException               index not sorted where it must be
     │       └── AppendOrderException            append before the last row (also Internal)
@@ -106,6 +107,7 @@ __all__ = [
     "StorageUriError",
     "StreamDescriptorMismatch",
     "UnknownLibraryOption",
+    "UnpicklingRefusedError",
     "UnsortedDataException",
     "UnsupportedKeyInDictionary",
     "UnsupportedLibraryOptionValue",
@@ -135,6 +137,11 @@ class UnsupportedKeyInDictionary(UserInputException):
 
 class InvalidSymbolName(UserInputException):
     """A symbol, snapshot or library name is not allowed."""
+
+
+class UnpicklingRefusedError(UserInputException):
+    """Stored data or metadata can only be read by running ``pickle`` (it names a class or a
+    function), and the connection or library was opened with ``allow_pickle=False``."""
 
 
 class SortingException(ArcticException):

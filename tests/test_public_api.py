@@ -99,6 +99,7 @@ EXCEPTIONS = [
     "StorageUriError",
     "StreamDescriptorMismatch",
     "UnknownLibraryOption",
+    "UnpicklingRefusedError",
     "UnsortedDataException",
     "UnsupportedKeyInDictionary",
     "UnsupportedLibraryOptionValue",

@@ -90,7 +90,7 @@ from arcticlite.table import (
     staged_keys,
     staged_symbols,
 )
-from arcticlite.version import LibraryKeys, Snapshots, SymbolList, VersionRecord, chain
+from arcticlite.version import LibraryKeys, Snapshots, SymbolList, VersionRecord, chain, unpickle
 
 MAX_SNAPSHOT_NAME = 254
 
@@ -272,9 +272,12 @@ class Library:
     def _cleanup(self, sym: str, killed: set[int] | None = None) -> None:
         cleanup(self._table, self._engine, self._snapshots, sym, killed)
 
-    def _item(self, sym: str, rec: VersionRecord, data: Any = None) -> VersionedItem:
+    def _item(self, sym: str, rec: VersionRecord, data: Any = None, **given: Any) -> VersionedItem:
+        """The ``VersionedItem`` of ``rec``; a write passes ``metadata=`` (the caller's object),
+        a read decodes the stored one (under the library's ``allow_pickle``)."""
+        metadata = given["metadata"] if "metadata" in given else rec.user_metadata(self._allow_pickle)
         return VersionedItem(symbol=sym, library=self._name, data=data, version=rec.vid,
-                             metadata=rec.user_metadata(), host=repr(self._store), timestamp=rec.created_ns)
+                             metadata=metadata, host=repr(self._store), timestamp=rec.created_ns)
 
     def _resolve(self, sym: str, as_of: Any, *, missing: type[Exception] = NoSuchVersionException) -> VersionRecord:
         return resolve(self._engine, self._snapshots, sym, as_of, missing=missing)
@@ -328,7 +331,7 @@ class Library:
         table, meta = self._normalize(data, index_column)
         sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
         op = Write(self._table, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
-        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+        return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
 
     @_mutates
     def write_pickle(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
@@ -337,7 +340,7 @@ class Library:
         sym = check_symbol(symbol)
         body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         op = WritePickled(self._table, sym, body, self._pickle_meta(metadata))
-        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+        return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
 
     @_mutates
     def append(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
@@ -358,7 +361,7 @@ class Library:
         rec = self._apply(sym, op, prune_previous_versions)
         if compact_data:
             return self.compact_data(sym)
-        return self._item(sym, rec)
+        return self._item(sym, rec, metadata=metadata)
 
     @_mutates
     def update(self, symbol: str, data: Any, metadata: Any = None, upsert: bool = False,
@@ -389,7 +392,7 @@ class Library:
             lo, hi = 1, 0  # empty: replaces nothing
         op = ReplaceRange(self._table, sym, table, meta, lo, hi, self._pickle_meta(metadata), upsert=upsert,
                           kind="update")
-        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+        return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
 
     @_mutates
     def delete_data_in_range(self, symbol: str, date_range: tuple[Any, Any],
@@ -407,7 +410,7 @@ class Library:
         """A new version with the same data and new metadata (no data is rewritten)."""
         sym = check_symbol(symbol)
         rec = self._apply(sym, WriteMetadata(self._table, sym, self._pickle_meta(metadata)), prune_previous_versions)
-        return self._item(sym, rec)
+        return self._item(sym, rec, metadata=metadata)
 
     # -- reads ----------------------------------------------------------------------------------
     def read(self, symbol: str, as_of: Any = None, date_range: tuple[Any, Any] | None = None,
@@ -460,7 +463,8 @@ class Library:
             if rec.index is None or rec.index.digest is None:
                 return None
             leaf = self._table.index(sym).leaves(rec.index)
-            return pickle.loads(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])))
+            return unpickle(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])), allow_pickle=self._allow_pickle,
+                            what=f"the data of symbol {sym!r} version {rec.vid} (written by write_pickle)")
         plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
                                 columns=columns, query_builder=query_builder)
         return self._table.read(plan, self._output(output_format), strings=strings)
@@ -676,7 +680,8 @@ class Library:
         sym = check_symbol(symbol)
         append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
         return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
-            self._table, sym, staged, append=append, metadata=self._pickle_meta(metadata)), prune_previous_versions)
+            self._table, sym, staged, append=append, metadata=self._pickle_meta(metadata)), prune_previous_versions,
+            metadata)
 
     @_mutates
     def sort_and_finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
@@ -688,10 +693,10 @@ class Library:
         append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
         return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
             self._table, sym, [merge_sorted(self._table, sym, staged)], append=append,
-            metadata=self._pickle_meta(metadata)), prune_previous_versions)
+            metadata=self._pickle_meta(metadata)), prune_previous_versions, metadata)
 
     def _consume_staged(self, sym: str, stage_results: list[StageResult] | None, delete_on_failure: bool,
-                        make: Any, prune: bool | None) -> VersionedItem:
+                        make: Any, prune: bool | None, metadata: Any = None) -> VersionedItem:
         """Load the staged entries, commit the operation ``make(entries)`` builds, then forget
         them (also on failure if asked)."""
         keys = None if stage_results is None else [k for r in stage_results for k in r.staged_keys if r.symbol == sym]
@@ -705,7 +710,7 @@ class Library:
                 self._store.delete([e.key for e in staged])
             raise
         self._store.delete([e.key for e in staged])
-        return self._item(sym, rec)
+        return self._item(sym, rec, metadata=metadata)
 
     # -- maintenance ----------------------------------------------------------------------------
     def compact_data_explain_plan(self, symbol: str, rows_per_segment: int | None = None) -> CompactionPlan:
@@ -920,7 +925,7 @@ class Library:
         names = self._snapshots.names()
         if not load_metadata:
             return names
-        return {n: self._snapshots.read(n)["metadata"] for n in names}
+        return {n: self._snapshots.metadata(self._snapshots.read(n), self._allow_pickle) for n in names}
 
     # -- introspection --------------------------------------------------------------------------
     def admin_tools(self) -> AdminTools:

@@ -5,7 +5,7 @@ from arcticlite.version import _chain as chain
 from arcticlite.version._chain import Builder
 from arcticlite.version._engine import VersionEngine, pid_token
 from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
-from arcticlite.version._records import VersionRecord, add_ranges
+from arcticlite.version._records import VersionRecord, add_ranges, unpickle
 from arcticlite.version._snapshots import Snapshots
 from arcticlite.version._symbol_list import SymbolList
 
@@ -23,4 +23,5 @@ __all__ = [
     "pid_token",
     "registry_key",
     "unescape",
+    "unpickle",
 ]

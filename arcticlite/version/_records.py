@@ -19,15 +19,44 @@ commits continue from there.
 from __future__ import annotations
 
 import base64
+import datetime
+import io
 import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arcticlite._envelope import KIND_REF, KIND_VERSION, seal, unseal
-from arcticlite.exceptions import CorruptDataError
+from arcticlite.exceptions import CorruptDataError, UnpicklingRefusedError
 from arcticlite.index import IndexRoot
 
 Ranges = tuple[tuple[int, int], ...]
+
+#: The only classes a restricted load may name: harmless values, no code runs.
+_PLAIN_CLASSES = {("datetime", n): getattr(datetime, n) for n in ("date", "datetime", "time", "timedelta", "timezone")}
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        cls = _PLAIN_CLASSES.get((module, name))
+        if cls is None:
+            raise UnpicklingRefusedError(f"{module}.{name}")
+        return cls
+
+
+def unpickle(data: bytes | bytearray | memoryview, *, allow_pickle: bool, what: str) -> Any:
+    """``pickle.loads(data)``; with ``allow_pickle=False`` a loader that cannot import or call
+    anything: plain values (dict, list, tuple, set, str, bytes, numbers, bool, None and
+    ``datetime`` values) load, anything else raises :class:`UnpicklingRefusedError` naming
+    ``what`` and the class it would have loaded."""
+    if allow_pickle:
+        return pickle.loads(data)
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except UnpicklingRefusedError as exc:
+        raise UnpicklingRefusedError(
+            f"{what} is not plain values: reading it would run pickle to load {exc}, and this library "
+            "was opened with allow_pickle=False. Read it with allow_pickle=True only if you trust "
+            "whoever wrote the store") from None
 
 DATA_KINDS = frozenset(
     {"write", "append", "update", "metadata", "delete_range", "compact", "finalize", "pickle"}
@@ -102,8 +131,12 @@ class VersionRecord:
             return None
         return seq_of_vid(self.vmap, vid)
 
-    def user_metadata(self) -> Any:
-        return None if self.metadata is None else pickle.loads(self.metadata)
+    def user_metadata(self, allow_pickle: bool = True) -> Any:
+        """The user metadata (see :func:`unpickle` for ``allow_pickle``)."""
+        if self.metadata is None:
+            return None
+        return unpickle(self.metadata, allow_pickle=allow_pickle,
+                        what=f"the metadata of symbol {self.symbol!r} version {self.vid}")
 
     def with_(self, **kw: Any) -> VersionRecord:
         return replace(self, **kw)

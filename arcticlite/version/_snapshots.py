@@ -13,6 +13,7 @@ from arcticlite._envelope import KIND_SNAPSHOT, seal, unseal
 from arcticlite.exceptions import NoDataFoundException
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys, unescape
+from arcticlite.version._records import unpickle
 
 
 class Snapshots:
@@ -31,14 +32,23 @@ class Snapshots:
         return self.store.exists(self.keys.snapshot(name))
 
     def read(self, name: str) -> dict[str, Any]:
-        """``{"name", "symbols": {symbol: version}, "metadata"}``; ``NoDataFoundException``
-        when there is no such snapshot."""
+        """``{"name", "symbols": {symbol: version}, "metadata_bytes"}`` (the pickled metadata,
+        or ``None``: see :meth:`metadata`); ``NoDataFoundException`` when there is no such
+        snapshot."""
         raw = self.store.read_if_exists(self.keys.snapshot(name))
         if raw is None:
             raise NoDataFoundException(f"Snapshot {name} not found")
         header, blob = unseal(raw, KIND_SNAPSHOT)
-        header["metadata"] = pickle.loads(bytes(blob)) if header.get("has_meta") else None
+        header["metadata_bytes"] = bytes(blob) if header.get("has_meta") else None
         return header
+
+    @staticmethod
+    def metadata(snap: dict[str, Any], allow_pickle: bool = True) -> Any:
+        """The metadata of a snapshot :meth:`read` returned (see :func:`unpickle`)."""
+        blob = snap["metadata_bytes"]
+        if blob is None:
+            return None
+        return unpickle(blob, allow_pickle=allow_pickle, what=f"the metadata of snapshot {snap['name']!r}")
 
     def create(self, name: str, chosen: dict[str, int], metadata: Any = None) -> bool:
         """Write the snapshot ``name`` holding ``chosen``; False if the name is taken."""
