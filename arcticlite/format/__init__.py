@@ -58,7 +58,9 @@ def encode(table: pa.Table, **options: Any) -> bytes:
         The data; every type listed in docs/format.md, nulls anywhere, any chunking.
     **options
         :class:`FermionWriter` options: ``page_size`` (default 512 KiB of raw values),
-        ``stripe_rows``, ``parallel``, ``optimize_for`` (``"size"`` or ``"read"``).
+        ``stripe_rows``, ``parallel``, ``optimize_for`` (``"size"`` or ``"read"``),
+        ``bloom_min_distinct`` (Bloom filters of the integer / string columns with at least that
+        many distinct values; format 1.1, docs/format.md §9).
 
     Returns
     -------
@@ -84,8 +86,10 @@ def decode(source: Any, columns: list[str] | None = None, filter: Any = None, *,
     columns
         Names (or indices) to read, in order; None reads all.
     filter
-        ``(column, op, value)`` tuples ANDed; ops ``== != < <= > >= in``, ``not in`` and
-        ``("col", "between", (lo, hi))``. Pages that cannot match are skipped unread.
+        ``(column, op, value)`` tuples ANDed; ops ``== != < <= > >= in``, ``not in``,
+        ``("col", "between", (lo, hi))``, ``("col", "isnull", None)`` / ``"notnull"`` and
+        ``("", "or", [[terms...], [terms...]])``. Pages that cannot match (by min/max, null
+        counts or Bloom filters) are skipped unread.
     row_range
         ``(start, stop)`` rows to read.
     with_batch_ids

@@ -1,8 +1,10 @@
 """Row filters: ``[(column, op, value), ...]`` ANDed, with page pruning by min/max.
 
-Ops: ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in`` and ``between``
-(``(lo, hi)``, both inclusive). Pruning is conservative (a page is skipped only when no row can
-match); rows are then filtered exactly with ``pyarrow.compute``. Nulls never match.
+Ops: ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``not in``, ``between``
+(``(lo, hi)``, both inclusive), ``isnull`` / ``notnull`` (value ignored; NaN counts as null, as
+in pandas) and ``or`` (column ignored, value: a list of alternatives, each a list of terms
+ANDed). Pruning is conservative (a page is skipped only when no row can match); rows are then
+filtered exactly with ``pyarrow.compute``. Nulls never match a comparison.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pyarrow.compute as pc
 from arcticlite.exceptions import UserInputException
 from arcticlite.format import _layout as L
 
-OPS = frozenset({"==", "=", "!=", "<", "<=", ">", ">=", "in", "not in", "between"})
+OPS = frozenset({"==", "=", "!=", "<", "<=", ">", ">=", "in", "not in", "between", "isnull", "notnull", "or"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +48,27 @@ def parse(filter: Any) -> list[Term]:
             raise UserInputException("'between' takes a (lo, hi) pair")
         if op in ("in", "not in"):
             val = list(val)
+        if op == "or":
+            if not isinstance(val, tuple | list) or not val:
+                raise UserInputException("'or' takes a non-empty list of alternatives, each a list of terms")
+            val = [parse(list(alt) if isinstance(alt, tuple | list) and alt and not isinstance(alt[0], str)
+                         else alt) for alt in val]
+            if any(not alt for alt in val):
+                raise UserInputException("an 'or' alternative has no terms")
         terms.append(Term(col, op, val))
     return terms
+
+
+def columns_of(terms: list[Term]) -> list[str]:
+    """The columns ``terms`` mention (inside ``or`` terms too), in order of first mention."""
+    out: list[str] = []
+    for t in terms:
+        if t.op == "or":
+            for alt in t.value:
+                out += columns_of(alt)
+        else:
+            out.append(t.column)
+    return list(dict.fromkeys(out))
 
 
 def expression(terms: list[Term]) -> pc.Expression | None:
@@ -71,6 +92,15 @@ def expression(terms: list[Term]) -> pc.Expression | None:
             e = f.isin(t.value)
         elif t.op == "not in":
             e = ~f.isin(t.value)
+        elif t.op == "isnull":
+            e = f.is_null(nan_is_null=True)
+        elif t.op == "notnull":
+            e = ~f.is_null(nan_is_null=True)
+        elif t.op == "or":
+            alts = [expression(alt) for alt in t.value]
+            e = alts[0]
+            for a in alts[1:]:
+                e = e | a  # type: ignore[operator]  # alternatives are never empty (parse)
         else:
             e = (f >= t.value[0]) & (f <= t.value[1])
         expr = e if expr is None else expr & e
@@ -110,17 +140,25 @@ def may_match(term: Term, typ: pa.DataType, kind: str, mins: np.ndarray, maxs: n
               flags: np.ndarray, null_counts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Boolean mask of pages that may hold a row matching ``term`` (conservative)."""
     n = len(mins)
-    keep = np.ones(n, dtype=bool)
     has = (flags & L.FLAG_HAS_STATS) != 0
+    nan = (flags & L.FLAG_HAS_NAN) != 0
+    if term.op == "isnull":
+        return (null_counts > 0) | nan | ~has
     empty = null_counts >= counts  # only nulls: nothing can match
-    keep &= ~empty
+    keep = ~empty
+    if term.op == "notnull" or term.op == "or":
+        return keep
+    if term.op == "!=":  # a null differs from every value (as the query engine has it)
+        keep = np.ones(n, dtype=bool)
+        if not kind:
+            return keep
+        keep = (null_counts > 0) | nan | ~has
     if not kind:
         return keep
     dt = {"i": "<i8", "u": "<u8", "f": "<f8", "s": "<u8"}[kind]
     lo = np.frombuffer(mins.tobytes(), dtype=dt) if n else np.zeros(0, dt)
     hi = np.frombuffer(maxs.tobytes(), dtype=dt) if n else np.zeros(0, dt)
     prefix = kind == "s"
-    nan = (flags & L.FLAG_HAS_NAN) != 0
 
     def cmp(op: str, v: Any) -> np.ndarray | None:
         x = _stat_value(v, typ, kind)
@@ -138,7 +176,7 @@ def may_match(term: Term, typ: pa.DataType, kind: str, mins: np.ndarray, maxs: n
         if op == ">=":
             return hi >= x
         if op == "!=":
-            return np.ones(n, bool) if prefix else ~((lo == x) & (hi == x)) | nan
+            return np.ones(n, bool) if prefix else ~((lo == x) & (hi == x))
         return None
 
     if term.op in ("not in",):
@@ -158,6 +196,8 @@ def may_match(term: Term, typ: pa.DataType, kind: str, mins: np.ndarray, maxs: n
     else:
         r = cmp(term.op, term.value)
         if r is None:
-            return keep
+            return np.ones(n, dtype=bool) if term.op == "!=" else keep
         m = r
+    if term.op == "!=":
+        return keep | (m & has)
     return keep & (m | ~has)

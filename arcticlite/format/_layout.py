@@ -25,6 +25,9 @@ VERSION_MAJOR = 1
 """Readers refuse files with a major version they do not know (UnsupportedVersionError)."""
 VERSION_MINOR = 0
 """Minor versions add only what older readers of the same major can ignore."""
+VERSION_MINOR_BLOOM = 1
+"""Minor version of files written with Bloom filters enabled (1.1: the footer's
+``bloom_length``, reserved and ignored in 1.0, sizes a bloom section; docs/format.md §9)."""
 HEADER_SIZE = 8
 FOOTER_SIZE = 128
 DEFAULT_PAGE_SIZE = 512 * 1024
@@ -79,7 +82,7 @@ FOOTER_DTYPE = np.dtype(
             "num_rows", "cmb_area_offset", "cmb_area_length", "schema_offset", "schema_length",
             "schema_meta_offset", "schema_meta_length", "num_columns", "name_index_offset",
             "name_index_slots", "num_stripes", "cit_offset", "cit_entries", "page_size",
-            "settings", "schema_meta_checksum", "footer_checksum", "reserved",
+            "settings", "schema_meta_checksum", "footer_checksum", "bloom_length",
             "version_major", "version_minor", "footer_size", "magic",
         ],
         "formats": [

@@ -22,6 +22,7 @@ from arcticlite.exceptions import (
     SchemaException,
     UserInputException,
 )
+from arcticlite.format import _bloom as B
 from arcticlite.format import _codec
 from arcticlite.format import _filter as F
 from arcticlite.format import _layout as L
@@ -165,6 +166,8 @@ class FermionReader:
         self._stripe_rows: list[int] | None = None
         self._names: dict[str, int] = {}
         self._starts: list[int] | None = None
+        self._bloom_dir: B.Directory | None | bool = False
+        self._blooms: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ properties
     @property
@@ -401,33 +404,120 @@ class FermionReader:
                 out.append((a, a + int(pg[k]["item_count"])))
         return _merge(out)
 
-    @_guard
-    def may_match(self, filter: Any, row_range: tuple[int, int] | None = None) -> bool:
-        """Whether any row of ``row_range`` (default: all) may satisfy ``filter`` (as for
-        :meth:`read`), judged by page statistics alone: False proves that none does. Reads
-        only metadata."""
-        terms = F.parse(filter)
-        fidx = self.resolve([t.column for t in terms]) if terms else []
-        self._load_cmbs(fidx)
-        return bool(self._candidates(terms, fidx, row_range))
+    # ------------------------------------------------------------------ Bloom filters
+    def _bloom_directory(self) -> B.Directory | None:
+        """The bloom section's directory (None when the file has none); one ranged read,
+        often served by the tail prefetched with the footer."""
+        if self._bloom_dir is False:
+            length = self.footer["bloom_length"] if self.footer.version[1] >= L.VERSION_MINOR_BLOOM else 0
+            if not length:
+                self._bloom_dir = None
+            else:
+                start = self.footer.cmb_area_offset - length
+                if start < L.HEADER_SIZE or length < B.HEADER.size:
+                    raise InvalidFileError("bloom section outside the data area")
+                head = self._rr.read(start, min(length, 4096))
+                _, n, _ = B.HEADER.unpack_from(head)
+                need = B.HEADER.size + B.ENTRY.size * n
+                if need > len(head) and need <= length:
+                    head = self._rr.read(start, need)
+                self._bloom_dir = B.Directory(head, start, length, self.num_columns)
+        return self._bloom_dir  # type: ignore[return-value]
 
-    def _candidates(self, terms: list[F.Term], fidx: list[int],
-                    row_range: tuple[int, int] | None) -> Intervals:
-        """Rows of ``row_range`` (clipped; default all) whose pages may match every term
-        (the terms' CMBs loaded)."""
+    @_guard
+    def bloom_columns(self) -> dict[str, int]:
+        """Columns holding a Bloom filter, with the filter's size in bytes (reads the bloom
+        section's directory only)."""
+        d = self._bloom_directory()
+        if d is None:
+            return {}
+        self._load_fields(list(d.entries))
+        return {self._fields[i].name: e[3] for i, e in sorted(d.entries.items())}
+
+    def _bloom_bits(self, i: int) -> tuple[int, Any] | None:
+        d = self._bloom_directory()
+        if d is None or i not in d.entries:
+            return None
+        got = self._blooms.get(i)
+        if got is None:
+            kind, _k, off, nbytes, cks = d.entries[i]
+            bits = self._rr.read(off, nbytes)
+            if L.checksum(bits) != cks:
+                raise CorruptDataError("Bloom filter checksum mismatch; the segment is corrupt")
+            got = self._blooms[i] = (kind, bits)
+        return got
+
+    @_guard
+    def bloom_may_contain(self, column: str | int, values: Sequence[Any]) -> bool | None:
+        """Whether any of ``values`` may be a value of ``column`` by its Bloom filter: False
+        proves that none is; None when the column has no filter (or a value cannot be put in
+        the column's type exactly). Reads the filter only (one ranged read)."""
+        i = self.resolve([column])[0]
+        got = self._bloom_bits(i)
+        if got is None:
+            return None
+        kind, bits = got
+        self._load_fields([i])
+        h = B.query_hashes(list(values), self._fields[i].type, kind)
+        if h is None:
+            return None
+        return bool(B.contains(bits, h).any()) if len(h) else False
+
+    def _bloom_excludes(self, term: F.Term, i: int) -> bool:
+        if term.op not in ("==", "in"):
+            return False
+        values = term.value if term.op == "in" else [term.value]
+        return self.bloom_may_contain(i, values) is False
+
+    # ------------------------------------------------------------------ candidates
+    @_guard
+    def may_match(self, filter: Any, row_range: tuple[int, int] | None = None, *, bloom: bool = True) -> bool:
+        """Whether any row of ``row_range`` (default: all) may satisfy ``filter`` (as for
+        :meth:`read`), judged by page statistics (and Bloom filters, unless ``bloom=False``)
+        alone: False proves that none does. Reads only metadata."""
+        return bool(self.candidate_rows(filter, row_range, bloom=bloom))
+
+    @_guard
+    def candidate_rows(self, filter: Any, row_range: tuple[int, int] | None = None, *,
+                       bloom: bool = True) -> Intervals:
+        """Half-open row intervals of ``row_range`` (default: all) whose pages may hold a row
+        satisfying ``filter``: rows outside them provably do not. Judged by page min/max and
+        null counts, and by Bloom filters for ``==`` / ``in`` terms unless ``bloom=False``.
+        Reads only metadata (and the filters)."""
+        terms = F.parse(filter)
+        return self._candidates(terms, row_range, bloom=bloom)
+
+    def _candidates(self, terms: list[F.Term], row_range: tuple[int, int] | None,
+                    bloom: bool = False) -> Intervals:
+        """Rows of ``row_range`` (clipped; default all) whose pages may match every term."""
+        cols = F.columns_of(terms)
+        idx = dict(zip(cols, self.resolve(cols), strict=True)) if cols else {}
+        self._load_cmbs(list(idx.values()))
         ivs: Intervals = [(0, self.num_rows)] if self.num_rows else []
         if row_range is not None:
             a, b = (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
             ivs = _intersect(ivs, [(a, b)] if a < b else [])
-        for t, i in zip(terms, fidx, strict=True):
+        return self._and(terms, idx, ivs, bloom)
+
+    def _and(self, terms: list[F.Term], idx: dict[str, int], ivs: Intervals, bloom: bool) -> Intervals:
+        for t in terms:
+            if not ivs:
+                break
+            if t.op == "or":
+                ivs = _merge([iv for alt in t.value for iv in self._and(alt, idx, ivs, bloom)])
+                continue
+            i = idx[t.column]
             p = self._prune(t, i)
             if p is not None:
                 ivs = _intersect(ivs, p)
+            if ivs and bloom and self._bloom_excludes(t, i):
+                ivs = []
         return ivs
 
     @_guard
     def read(self, columns: Sequence[str | int] | None = None, filter: Any = None,
-             row_range: tuple[int, int] | None = None, with_batch_ids: bool = False) -> pa.Table:
+             row_range: tuple[int, int] | None = None, with_batch_ids: bool = False,
+             rows: Intervals | None = None) -> pa.Table:
         """Read columns as an Arrow table.
 
         Parameters
@@ -442,14 +532,20 @@ class FermionReader:
             ``(start, stop)`` rows of the file (clipped), before the filter.
         with_batch_ids
             Add ``batch_id`` and ``index_in_batch`` columns (batch-mode files only).
+        rows
+            Sorted, disjoint half-open row intervals to read (of ``row_range``): only their
+            pages are fetched, and the result holds their rows in order (e.g. the intervals
+            :meth:`candidate_rows` gave for another file of the same rows).
         """
         idx = self.resolve(columns)
         terms = F.parse(filter) if filter is not None else []
-        fidx = self.resolve([t.column for t in terms]) if terms else []
+        fidx = self.resolve(F.columns_of(terms)) if terms else []
         extra = [c for c in dict.fromkeys(fidx) if c not in idx]
         allidx = idx + extra
         self._load_cmbs(allidx)
-        ivs = self._candidates(terms, fidx, row_range)
+        ivs = self._candidates(terms, row_range, bloom=True)
+        if rows is not None:
+            ivs = _intersect(ivs, _merge([(max(0, int(a)), min(self.num_rows, int(b))) for a, b in rows]))
         coll = self._collector()
         fins = [self._plan_column(self._cmeta[i], ivs, coll) for i in allidx]
         coll.run(self._rr, gap=self.gap, parallel=self.parallel)

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.format import _bloom
 from arcticlite.format import _layout as L
 from arcticlite.format._enc_policy import POLICIES, REUSE, SIZE, run_with
 from arcticlite.format._encodings import incompressible_many
@@ -137,6 +138,8 @@ def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int =
 # assignment, which is most of the cost of writing a small file.
 _U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
 _HEADER = L.MAGIC + struct.pack("<HH", L.VERSION_MAJOR, L.VERSION_MINOR)
+_UNSET = object()
+_HEADER_BLOOM = L.MAGIC + struct.pack("<HH", L.VERSION_MAJOR, L.VERSION_MINOR_BLOOM)
 
 
 def _name_slot(h: int, column: int) -> bytes:
@@ -362,7 +365,12 @@ class FermionWriter:
     def __init__(self, sink: Any = None, schema: pa.Schema | None = None, *,
                  page_size: int = L.DEFAULT_PAGE_SIZE, stripe_rows: int = DEFAULT_STRIPE_ROWS,
                  parallel: bool = True, optimize_for: str = "size",
-                 choices: dict[Any, Any] | None = None) -> None:
+                 choices: dict[Any, Any] | None = None, bloom_min_distinct: int | None = None) -> None:
+        if bloom_min_distinct is not None and (isinstance(bloom_min_distinct, bool)
+                                               or not isinstance(bloom_min_distinct, int | np.integer)
+                                               or bloom_min_distinct < 1):
+            raise UserInputException(f"bloom_min_distinct={bloom_min_distinct!r} must be a positive int "
+                                     "(or None: no Bloom filters)")
         if optimize_for not in POLICIES:
             raise UserInputException(f"optimize_for={optimize_for!r} is not one of "
                                      f"{sorted(POLICIES)}")
@@ -403,7 +411,12 @@ class FermionWriter:
         # statistics kind code of each page)
         self._page_recs: list[tuple[int, list[int], bytes, bytes]] = []
         self._closed = False
-        self._out.add(_HEADER)
+        self._bloom_min = None if bloom_min_distinct is None else int(bloom_min_distinct)
+        # per column: the chunks written so far (None: not eligible), and for integer
+        # columns the last value while the column is still sorted
+        self._bloom_vals: dict[int, list[pa.Array] | None] = {}
+        self._bloom_last: dict[int, Any] = {}
+        self._out.add(_HEADER if self._bloom_min is None else _HEADER_BLOOM)
         if schema is not None:
             self._set_schema(schema)
 
@@ -434,6 +447,8 @@ class FermionWriter:
         if self._batch_mode:
             raise UserInputException("this writer is in batch mode: use append_batch()")
         self._batch_mode = False
+        if self._bloom_min is not None:
+            self._bloom_collect(data)
         self._pending.append(data)
         self._pending_rows += data.num_rows
         while self._pending_rows >= self.stripe_rows:
@@ -452,12 +467,62 @@ class FermionWriter:
         self._batch_mode = True
         bid = self._next_batch_id if batch_id is None else int(batch_id)
         self._next_batch_id = bid + 1
+        if self._bloom_min is not None:
+            self._bloom_collect(data)
         self._pending.append(data)
         self._pending_batches.append((bid, data.num_rows))
         self._pending_rows += data.num_rows
         if self._pending_rows >= self.stripe_rows:
             self._flush(self._pending_rows)
         return bid
+
+    def _bloom_collect(self, data: pa.Table) -> None:
+        """Remember the distinct values of the Bloom-eligible columns of ``data``."""
+        for i, f in enumerate(data.schema):
+            vals = self._bloom_vals.get(i)
+            if vals is None:
+                if i in self._bloom_vals or _bloom.kind_of(f.type) is None:
+                    self._bloom_vals.setdefault(i, None)
+                    continue
+                vals = self._bloom_vals[i] = []
+                self._bloom_last[i] = _UNSET
+            col = data.column(i)
+            if not len(col):
+                continue
+            if i in self._bloom_last:  # integer columns sorted so far: page min/max do better
+                self._track_sorted(i, col)
+            vals.extend(col.chunks)  # distinct values are found at close, for the columns kept
+
+    def _track_sorted(self, i: int, col: pa.ChunkedArray) -> None:
+        last = self._bloom_last[i]
+        if not pa.types.is_integer(col.type) or col.null_count:
+            del self._bloom_last[i]
+            return
+        v = col.to_numpy()
+        if (len(v) > 1 and not bool((v[1:] >= v[:-1]).all())) or (last is not _UNSET and v[0] < last):
+            del self._bloom_last[i]
+            return
+        self._bloom_last[i] = v[-1]
+
+    def _bloom_section(self) -> bytes:
+        """The bloom section of the columns with at least ``bloom_min_distinct`` distinct
+        values (integer columns sorted in the file excepted); empty when none qualifies."""
+        assert self._bloom_min is not None
+        filters = []
+        for i, vals in sorted(self._bloom_vals.items()):
+            if not vals or i in self._bloom_last:
+                continue
+            typ = self._columns[i].field.type
+            uniq = _bloom.distinct(pa.chunked_array(vals, typ))
+            if len(uniq) < self._bloom_min:
+                continue
+            kind = _bloom.kind_of(typ)
+            assert kind is not None
+            filters.append((i, kind, len(uniq), _bloom.build(_bloom.hashes_of(uniq, kind))))
+        if not filters:
+            return b""
+        body = _bloom.section(filters)
+        return body if len(body) < (1 << 32) else b""
 
     # -------------------------------------------------------------- stripes
     def _flush(self, nrows: int, wait: bool = True) -> None:
@@ -674,6 +739,9 @@ class FermionWriter:
         out = self._out
         if self._batch_mode:
             self._write_batch_pages()
+        bloom = self._bloom_section() if self._bloom_min is not None else b""
+        if bloom:  # the end of the data area, found from the footer's bloom_length
+            out.add(bloom)
         data_end = out.pos
         entries = [(c.field, _stream_layout(c.field.type), len(c.nodes), c.node_lengths,
                     c.null_count) for c in self._columns]
@@ -717,7 +785,8 @@ class FermionWriter:
             self._num_rows, data_end, len(area), schema_off, schema_len, meta_off, len(meta_blob),
             ncols, name_off, num_slots, len(self._stripe_rows_list), cit_off, len(entries),
             self.page_size, L.SETTING_BATCH_MODE if self._batch_mode else 0,
-            L.checksum(meta_blob), 0, 0, L.VERSION_MAJOR, L.VERSION_MINOR, L.FOOTER_SIZE, L.MAGIC)
+            L.checksum(meta_blob), 0, len(bloom), L.VERSION_MAJOR,
+            L.VERSION_MINOR if self._bloom_min is None else L.VERSION_MINOR_BLOOM, L.FOOTER_SIZE, L.MAGIC)
         lo, hi = L.FOOTER_CHECKSUM_SPAN
         out.add(footer[:lo] + _U64.pack(L.footer_checksum(footer)) + footer[hi:])
         if self._file is None:
