@@ -99,42 +99,54 @@ def row_groups(leaves: np.ndarray) -> list[tuple[int, int, int]]:
     return [(int(s), int(e), int(c)) for s, e, c in zip(starts, ends, counts, strict=True)]
 
 
+def max_slice_rows(target: int) -> int:
+    """The most rows a row slice may hold before compaction splits it: a third over
+    ``target`` (at least one row over)."""
+    return target + max(1, target // 3)
+
+
+def min_slice_rows(target: int) -> int:
+    """The fewest rows a row slice may hold before compaction merges it with its neighbour:
+    two thirds of ``target``."""
+    return (2 * target) // 3
+
+
 def slice_bounds(a: int, b: int, target: int) -> list[int]:
-    """Row boundaries of the slices rows ``[a, b)`` are rewritten into (ArcticDB's rule): as many
-    slices as ``(b - a) / target`` rounds to, halves down (at least one), of equal size, the
-    last taking the remainder: 7 rows at 4 per slice give 3 + 4; 10 give 5 + 5."""
-    n = max(1, math.ceil((b - a) / target - 0.5))
-    size = (b - a) // n
-    return [a + k * size for k in range(n)] + [b]
+    """Row boundaries of the slices rows ``[a, b)`` are rewritten into: one slice when they fit
+    in :func:`max_slice_rows`, else as few equal slices as fit, the larger ones last (7 rows at
+    target 4 give 3 + 4; 19 give 4 + 5 + 5 + 5)."""
+    n = b - a
+    k = max(1, math.ceil(n / max_slice_rows(target)))
+    q, r = divmod(n, k)
+    sizes = [q] * (k - r) + [q + 1] * r
+    return [a + int(x) for x in np.concatenate([[0], np.cumsum(sizes)])]
 
 
 def plan_runs(groups: list[tuple[int, int, int]], target: int) -> list[tuple[int, int]]:
-    """Row ranges to rewrite: runs of consecutive small row groups merged while the run stays at
-    most ``target`` rows (runs of one group are left alone), and row groups so large that they
-    split into several slices (:func:`slice_bounds`)."""
-    runs: list[tuple[int, int]] = []
-    cur: list[tuple[int, int, int]] = []
+    """Row ranges to rewrite, by ArcticDB's rule (measured on 2,000 layouts, target 2 to 100).
 
-    def flush() -> None:
-        if len(cur) > 1:
-            runs.append((cur[0][0], cur[-1][1]))
-        cur.clear()
-
-    for g in groups:
-        rows = g[1] - g[0]
-        if rows > target:
-            flush()
-            if len(slice_bounds(g[0], g[1], target)) > 2:
-                runs.append((g[0], g[1]))
-            continue
-        if rows >= target // 2:
-            flush()
-            continue
-        if cur and (g[1] - cur[0][0]) > target:
-            flush()
-        cur.append(g)
-    flush()
-    return runs
+    Nothing is rewritten unless some row slice is larger than :func:`max_slice_rows`, or, with
+    more than one slice, smaller than :func:`min_slice_rows`. Then the slices are grouped left
+    to right: a group smaller than the minimum always takes the next slice; a larger one takes
+    it when that brings the group closer to ``target`` (``2 * group + next < 2 * target``); a
+    small last group joins the one before it. Groups of several slices, and groups larger than
+    the maximum (split by :func:`slice_bounds`), are rewritten."""
+    if not groups:
+        return []
+    sizes = [g[1] - g[0] for g in groups]
+    lo, hi = min_slice_rows(target), max_slice_rows(target)
+    if not (max(sizes) > hi or (len(sizes) > 1 and min(sizes) < lo)):
+        return []
+    merged: list[list[int]] = []  # [first group index, last group index, rows]
+    for i, n in enumerate(sizes):
+        if merged and (merged[-1][2] < lo or 2 * merged[-1][2] + n < 2 * target):
+            merged[-1][1:] = [i, merged[-1][2] + n]
+        else:
+            merged.append([i, i, n])
+    if len(merged) > 1 and merged[-1][2] < lo:
+        last = merged.pop()
+        merged[-1][1:] = [last[1], merged[-1][2] + last[2]]
+    return [(groups[i][0], groups[j][1]) for i, j, n in merged if j > i or n > hi]
 
 
 def _bounds_after(groups: list[tuple[int, int, int]], runs: list[tuple[int, int]], target: int) -> list[int]:

@@ -66,7 +66,7 @@ def test_small_appends_merge_and_old_versions_stay_readable(lib: adb.Library) ->
     assert v == before + 1
     pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
     pd.testing.assert_frame_equal(lib.read("s", as_of=before).data, df, check_freq=False)
-    assert sorted(set(lib.inspect_index("s")["start_row"])) == [0, 4_030]  # runs stay within 5,000 rows
+    assert sorted(set(lib.inspect_index("s")["start_row"])) == [0]  # 5,030 rows: within a third over 5,000
 
 
 def test_compaction_keeps_rows_appended_while_it_ran(lib: adb.Library, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,3 +122,40 @@ def test_compaction_tasks_run_in_other_processes_then_commit_once(tmp_path: obje
 
 def _execute(task: object) -> object:
     return task.execute()  # type: ignore[attr-defined]
+
+
+def _staged(lib: adb.Library, sizes: list[int]) -> pd.DataFrame:
+    """A symbol whose row slices have exactly ``sizes`` rows (finalized staged pieces)."""
+    parts, t = [], pd.Timestamp("2024-01-01")
+    for n in sizes:
+        parts.append(_df(n, str(t)))
+        t = parts[-1].index[-1] + pd.Timedelta(minutes=1)
+    lib.finalize_staged_data("s", stage_results=[lib.stage("s", p) for p in parts])
+    return pd.concat(parts)
+
+
+# layouts and the slices ArcticDB 6.28 plans for them (will_do_work is "after is not None")
+@pytest.mark.parametrize(("sizes", "target", "after"), [
+    ([2, 2], 4, None),  # within [2/3, 4/3] of the target: nothing to do
+    ([1], 4, None),  # a lone small slice has nothing to merge with
+    ([6], 4, [3, 3]),  # over a third above the target: split
+    ([2, 2, 6], 4, [4, 3, 3]),  # once there is work, neighbours that get closer to 4 merge
+    ([2, 3, 1, 1], 4, [5, 2]),
+    ([1, 2, 2, 4], 4, [3, 2, 4]),  # 3 + 2 would move away from 4
+    ([2, 1, 1, 2], 4, [4, 2]),
+    ([5, 1], 4, [3, 3]),  # a small last slice joins the one before, then splits
+    ([1, 2, 2, 5], 2, [1, 2, 2, 2, 3]),
+    ([30, 1_000, 1_000, 1_000, 1_000, 1_000], 5_000, [5_030]),
+])
+def test_the_slices_compaction_plans(lib: adb.Library, sizes: list[int], target: int,
+                                     after: list[int] | None) -> None:
+    df = _staged(lib, sizes)
+    assert lib.compact_data_explain_plan("s", target).row_slices_before == list(np.cumsum([0, *sizes]))
+    plan = lib.compact_data_explain_plan("s", target)
+    assert plan.will_do_work == (after is not None)
+    if after is not None:
+        assert plan.row_slices_after == list(np.cumsum([0, *after]))
+    item = lib.compact_data("s", target)
+    assert item.version == (1 if after is not None else 0)
+    assert lib.compact_data_explain_plan("s", target).row_slices_before == plan.row_slices_after
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
