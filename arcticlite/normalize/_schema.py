@@ -122,6 +122,14 @@ def _unify_type(name: Any, a: pa.DataType, b: pa.DataType) -> pa.DataType:
         return pa.types.is_integer(t) or pa.types.is_floating(t)
 
     if numeric(a) and numeric(b):
+        signed = pa.types.is_signed_integer
+        if (a == pa.uint64() and signed(b)) or (b == pa.uint64() and signed(a)):
+            # no integer type holds both (numpy would give float64, losing precision): refuse
+            raise SchemaException(
+                f"E_DESCRIPTOR_MISMATCH No valid common type between {type_name(a)} and {type_name(b)} for "
+                f"column {name!r}: no integer type holds every uint64 and negative value; cast the new "
+                "data to the stored type"
+            )
         res = np.promote_types(a.to_pandas_dtype(), b.to_pandas_dtype())
         return pa.from_numpy_dtype(res)
     stringy = (pa.types.is_string, pa.types.is_large_string)
