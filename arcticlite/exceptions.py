@@ -60,6 +60,8 @@ All derive from ``RuntimeError``, as in ArcticDB. Backend errors (``lmdb.Error``
 
 from __future__ import annotations
 
+from typing import Any
+
 from arcticlite._errors import ErrorCategory, ErrorCode
 
 __all__ = [
@@ -300,7 +302,15 @@ class StorageUriError(ArcticException, ValueError):
 
 
 class MissingKeysInStageResultsError(ArcticException):
-    pass
+    """A finalize was given stage results whose staged data no longer exists (already finalized
+    or deleted); nothing was committed or deleted. ``stage_results_with_missing_keys`` lists one
+    entry per missing staged segment (``.stage_result_index``: position in the list given,
+    ``.missing_key``)."""
+
+    def __init__(self, msg: str, stage_results_with_missing_keys: Any = ()) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.stage_results_with_missing_keys = list(stage_results_with_missing_keys)
 
 
 class MissingDependencyError(ArcticException, ImportError):

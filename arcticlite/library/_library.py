@@ -25,6 +25,8 @@ from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
     CommitStateUnknownError,
     InternalException,
+    KeyNotFoundException,
+    MissingKeysInStageResultsError,
     NoDataFoundException,
     NoSuchVersionException,
     PermissionException,
@@ -43,6 +45,7 @@ from arcticlite.library._sizes import AdminTools
 from arcticlite.library._types import (
     DataError,
     DeleteRequest,
+    KeyNotFoundInStageResultInfo,
     ReadInfoRequest,
     ReadRequest,
     StagedDataFinalizeMethod,
@@ -648,8 +651,8 @@ class Library:
                 table = table.sort_by(keys)
         elif validate_index:
             self._check_sorted(table, meta, "stage")
-        key = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta), job)
-        return StageResult(symbol=sym, staged_keys=(key,))
+        key, segments = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta), job)
+        return StageResult(symbol=sym, staged_keys=(key,), segment_counts=(segments,))
 
     def get_staged_symbols(self) -> list[str]:
         """Symbols with staged data waiting for a finalize."""
@@ -674,14 +677,18 @@ class Library:
                              stage_results: list[StageResult] | None = None) -> VersionedItem:
         """Commit staged data as one new version (``write``) or after the latest (``append``).
 
-        Staged segments are referenced, not copied. They must be ordered and non-overlapping.
-        With ``stage_results``, exactly those are committed (others stay staged).
+        Staged segments are referenced, not copied. They must be ordered and non-overlapping,
+        and in ``append`` mode start at or after the last stored row, unless
+        ``validate_index=False``: then they are committed in order of their first index value
+        and the symbol's index is marked unsorted. With ``stage_results``, exactly those are
+        committed (others stay staged); if any of their staged data no longer exists (already
+        finalized or deleted), ``MissingKeysInStageResultsError`` is raised and nothing changes.
         """
         sym = check_symbol(symbol)
         append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
         return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
-            self._table, sym, staged, append=append, metadata=self._pickle_meta(metadata)), prune_previous_versions,
-            metadata)
+            self._table, sym, staged, append=append, metadata=self._pickle_meta(metadata),
+            validate_index=validate_index), prune_previous_versions, metadata)
 
     @_mutates
     def sort_and_finalize_staged_data(self, symbol: str, mode: Any = StagedDataFinalizeMethod.WRITE,
@@ -700,7 +707,12 @@ class Library:
         """Load the staged entries, commit the operation ``make(entries)`` builds, then forget
         them (also on failure if asked)."""
         keys = None if stage_results is None else [k for r in stage_results for k in r.staged_keys if r.symbol == sym]
-        staged: list[StagedEntry] = staged_entries(self._table, sym, keys)
+        try:
+            staged: list[StagedEntry] = staged_entries(self._table, sym, keys)
+        except KeyNotFoundException:
+            if stage_results is not None:
+                self._missing_stage_results(sym, stage_results)
+            raise
         if not staged:
             raise UserInputException(f"E_NO_STAGED_SEGMENTS: no staged data for symbol {sym!r}; stage() first")
         try:
@@ -711,6 +723,21 @@ class Library:
             raise
         self._store.delete([e.key for e in staged])
         return self._item(sym, rec, metadata=metadata)
+
+    def _missing_stage_results(self, sym: str, stage_results: list[StageResult]) -> None:
+        """Raise ``MissingKeysInStageResultsError`` listing every staged segment of
+        ``stage_results`` whose entry no longer exists (changes nothing)."""
+        missing = []
+        for i, r in enumerate(stage_results):
+            if r.symbol != sym:
+                continue
+            gone = {k for k in r.staged_keys if not self._store.exists(k)}
+            missing += [KeyNotFoundInStageResultInfo(i, s) for s in r.staged_segments if s.rsplit("#", 1)[0] in gone]
+        if missing:
+            raise MissingKeysInStageResultsError(
+                f"{len(missing)} staged segment(s) of {sym!r} named by the stage results no longer exist (already "
+                "finalized or deleted); nothing was finalized: finalize only the stage results still staged",
+                missing)
 
     # -- maintenance ----------------------------------------------------------------------------
     def compact_data_explain_plan(self, symbol: str, rows_per_segment: int | None = None) -> CompactionPlan:

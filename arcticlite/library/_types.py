@@ -242,12 +242,23 @@ class StageResult:
 
     symbol: str
     staged_keys: tuple[str, ...] = field(default_factory=tuple)
+    segment_counts: tuple[int, ...] = field(default_factory=tuple)
 
     @property
     def staged_segments(self) -> list[str]:
-        """The staged entries this result holds, one per ``stage`` call (ArcticDB's name; its
-        entries are per segment, arcticlite's per call: each lists its segments)."""
-        return list(self.staged_keys)
+        """One name per staged segment (as ArcticDB; ``stage`` splits the data by the library's
+        ``rows_per_segment`` / ``columns_per_segment``): ``{staged key}#{i}``."""
+        counts = self.segment_counts or (1,) * len(self.staged_keys)
+        return [f"{key}#{i}" for key, n in zip(self.staged_keys, counts, strict=True) for i in range(max(n, 1))]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyNotFoundInStageResultInfo:
+    """A staged segment named by a stage result that no longer exists (an entry of
+    ``MissingKeysInStageResultsError.stage_results_with_missing_keys``)."""
+
+    stage_result_index: int
+    missing_key: str
 
 
 class RuntimeOptions:

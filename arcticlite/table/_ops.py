@@ -406,7 +406,7 @@ class Finalize(Operation):
     """
 
     def __init__(self, engine: TableEngine, sym: str, staged: list[Any], *, append: bool,
-                 metadata: bytes | None) -> None:
+                 metadata: bytes | None, validate_index: bool = True) -> None:
         super().__init__(engine, sym)
         refuse_nat(sym, staged)
         meta = norm.NormMeta.from_json(staged[0].header["norm"])
@@ -423,12 +423,16 @@ class Finalize(Operation):
                         "stage frames with identical columns or use a dynamic-schema library"
                     )
                 schema = pa.unify_schemas([schema, s.schema], promote_options="permissive")
+        in_order = True
         if is_dt:
             prev_last = None
             for s in staged:
                 if s.header["first"] is None:
                     continue
                 if prev_last is not None and s.header["first"] < prev_last:
+                    in_order = False
+                    if not validate_index:
+                        continue
                     raise UnsortedDataException(
                         f"E_UNSORTED_DATA: staged segments of {sym!r}: incomplete segment index values overlap; "
                         "use sort_and_finalize_staged_data"
@@ -446,8 +450,9 @@ class Finalize(Operation):
         lasts = [s.header["last"] for s in staged if s.header["last"] is not None]
         self.first = firsts[0] if firsts else None
         self.last = lasts[-1] if lasts else None
-        self.sorted = "ASCENDING" if is_dt else "UNKNOWN"
+        self.sorted = ("ASCENDING" if in_order else "UNSORTED") if is_dt else "UNKNOWN"
         self.meta, self.schema, self.is_dt = meta, schema, is_dt
+        self.validate_index = validate_index
         self.append, self.metadata = append, metadata
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
@@ -465,18 +470,22 @@ class Finalize(Operation):
                                          stored_rows=brows) or bschema
         except Exception as exc:
             raise SchemaException(str(exc)) from exc
+        sorted_ = self.sorted if base.sorted == self.sorted else "UNSORTED"
         if self.is_dt and self.first is not None and base.last_index is not None and self.first < base.last_index:
-            raise AppendOrderException(
-                f"E_UNSORTED_DATA: cannot append staged data of {sym!r}: it starts before the last stored row; "
-                "use finalize in write mode or stage later data"
-            )
+            if self.validate_index:
+                raise AppendOrderException(
+                    f"E_UNSORTED_DATA: cannot append staged data of {sym!r}: it starts before the last stored row; "
+                    "use finalize in write mode, stage later data, or pass validate_index=False to store an "
+                    "unsorted index"
+                )
+            sorted_ = "UNSORTED"
         lv = shifted(self.new_leaves, brows, row_numbers_index=not self.is_dt)
         return data_record(
             "finalize", head, seq, index=index.append(base.index or EMPTY_ROOT, lv),
             meta=merged_meta(bmeta, meta, uschema), schema=uschema,
             first=base.first_index if base.first_index is not None else self.first,
             last=self.last if self.last is not None else base.last_index,
-            sorted_=self.sorted if base.sorted == self.sorted else "UNSORTED", metadata=self.metadata,
+            sorted_=sorted_, metadata=self.metadata,
         )
 
 

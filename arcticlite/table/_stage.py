@@ -58,13 +58,14 @@ def check_job(job: str | None) -> str:
 
 
 def stage(engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, sorted_: str,
-          job: str | None = None) -> str:
-    """Write ``table`` as staged segments of ``sym``; returns the staged entry's key."""
+          job: str | None = None) -> tuple[str, int]:
+    """Write ``table`` as staged segments of ``sym`` (sliced as the library slices writes);
+    returns the staged entry's key and its number of segments."""
     leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
     first, last = index_bounds(table, meta)
     nat = meta.index_kind == "datetime" and table.num_rows > 0 and table.column(0).null_count > 0
-    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_, job, nat=nat)
+    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_, job, nat=nat), len(leaves)
 
 
 def record(engine: TableEngine, sym: str, leaves: np.ndarray, meta: norm.NormMeta, schema: pa.Schema,
