@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from arcticlite import format as fermion
 from arcticlite import normalize as norm
 from arcticlite.exceptions import InternalException, StorageException, UserInputException
-from arcticlite.index import EMPTY_ROOT
+from arcticlite.index import EMPTY_ROOT, hex_digests
 from arcticlite.storage import KVStore
-from arcticlite.table._ops import Compact, TableEngine
+from arcticlite.table._ops import Compact, TableEngine, slice_cuts
 from arcticlite.table._pools import Pools, shared
 from arcticlite.table._read import meta_of, schema_of, widen_dynamic_leaves
 from arcticlite.table._scan import store_for
@@ -30,6 +31,38 @@ from arcticlite.version import LibraryKeys, VersionRecord
 
 #: ``is_symbol_fragmented`` is true when compaction would remove at least this many segments
 FRAGMENTED_SEGMENT_COUNT = 100
+
+def cut_leaves(engine: TableEngine, sym: str, leaves: np.ndarray, cuts: tuple[int, ...],
+               meta: norm.NormMeta) -> np.ndarray:
+    """``leaves`` with each row group that a row of ``cuts`` falls strictly inside split into
+    leaf rows over the same segments (``seg_offset``), their index bounds read from the
+    segment's index column (once per segment)."""
+    if not cuts or not len(leaves):
+        return leaves
+    is_dt = meta.index_kind == "datetime"
+    parts = []
+    for start in np.unique(leaves["start_row"]):
+        grp = leaves[leaves["start_row"] == start]
+        end = int(grp["end_row"][0])
+        inner = sorted({c for c in cuts if int(start) < c < end})
+        if not inner:
+            parts.append(grp)
+            continue
+        if is_dt:
+            col = meta.index_columns[0]
+            buf = engine.store.read(engine.keys.tdata(sym, hex_digests(grp[:1])[0]))
+            off = int(grp["seg_offset"][0])
+            vals = fermion.decode(buf, columns=[col]).column(0).cast(pa.int64()).to_numpy()[off : off + end - int(start)]
+        else:
+            vals = np.arange(int(start), end, dtype=np.int64)
+        for a, b in zip([int(start), *inner], [*inner, end], strict=True):
+            piece = grp.copy()
+            piece["seg_offset"] += a - int(start)
+            piece["start_row"], piece["end_row"] = a, b
+            piece["min_index"] = vals[a - int(start)]
+            piece["max_index"] = vals[b - 1 - int(start)]
+            parts.append(piece)
+    return np.concatenate(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +95,9 @@ class CompactionPlan:
     version_id_after: int = -1
     row_slices_before: list[int] = field(default_factory=list)
     row_slices_after: list[int] = field(default_factory=list)
+    #: rows where the version's row slices begin inside a segment (appends that joined the
+    #: open tail, see :data:`SLICES`): the segment's leaf rows are cut there before planning
+    cuts: tuple[int, ...] = ()
 
     @property
     def rows_to_rewrite(self) -> int:
@@ -165,7 +201,9 @@ def plan_compaction(engine: TableEngine, head: VersionRecord | None, rec: Versio
     if rec.pickled and rec.index is not None:
         raise InternalException(f"Cannot compact pickled data (symbol {sym!r})")
     target = int(rows_per_segment or engine.options.rows_per_segment)
-    leaves = engine.index(sym).leaves(rec.index or EMPTY_ROOT)
+    original = engine.index(sym).leaves(rec.index or EMPTY_ROOT)
+    cuts = slice_cuts(rec)
+    leaves = cut_leaves(engine, sym, original, cuts, meta_of(rec)) if cuts else original
     groups = row_groups(leaves)
     runs = plan_runs(groups, target)
     per_group = {g[0]: g[2] for g in groups}
@@ -177,8 +215,9 @@ def plan_compaction(engine: TableEngine, head: VersionRecord | None, rec: Versio
     before = sorted({g[0] for g in groups} | ({groups[-1][1]} if groups else set()))
     plan = CompactionPlan(sym, rec.vid, target, len(leaves), len(leaves) - removed + added, tuple(runs),
                           version_id_after=head.top + 1 if runs else rec.vid,
-                          row_slices_before=before, row_slices_after=_bounds_after(groups, runs, target))
-    return plan, leaves
+                          row_slices_before=before, row_slices_after=_bounds_after(groups, runs, target),
+                          cuts=cuts)
+    return plan, original
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +225,7 @@ class CompactionTask:
     """The rewrite of one run of a compaction plan: picklable, runs in any process that can
     reach the store from the library's URI (a Spark executor); returns the new leaf rows."""
 
-    uri: str
+    uri: str = field(repr=False)  # may hold credentials
     library: str
     symbol: str
     run: tuple[int, int]
@@ -220,6 +259,7 @@ def compaction_tasks(engine: TableEngine, uri: str, library: str, sym: str, base
     """One task per run of ``plan``."""
     meta = meta_of(base)
     layout = engine.layout(meta)
+    leaves = cut_leaves(engine, sym, leaves, plan.cuts, meta)
     out = []
     for a, b in plan.runs:
         mask = (leaves["start_row"] >= a) & (leaves["end_row"] <= b)
@@ -253,6 +293,8 @@ def commit_op(engine: TableEngine, sym: str, base: VersionRecord, plan: Compacti
     """The operation committing ``rewritten`` (the tasks' results, in plan order)."""
     if len(rewritten) != len(plan.runs):
         raise UserInputException(f"a compaction of {len(plan.runs)} runs got {len(rewritten)} results")
+    original = leaves
+    leaves = cut_leaves(engine, sym, leaves, plan.cuts, meta_of(base))
     in_run = np.zeros(len(leaves), dtype=bool)
     for (a, b), rows in zip(plan.runs, rewritten, strict=True):
         if len(rows) and (int(rows["start_row"].min()) != a or int(rows["end_row"].max()) != b):
@@ -260,7 +302,7 @@ def commit_op(engine: TableEngine, sym: str, base: VersionRecord, plan: Compacti
         in_run |= (leaves["start_row"] >= a) & (leaves["end_row"] <= b)
     compacted = np.concatenate([leaves[~in_run], *rewritten])
     compacted = compacted[np.lexsort((compacted["start_col"], compacted["start_row"]))]
-    op = Compact(engine, sym, base=base, leaves=leaves, compacted=compacted)
+    op = Compact(engine, sym, base=base, leaves=original, compacted=compacted)
     for rows in rewritten:
         op._wrote(rows)
     return op

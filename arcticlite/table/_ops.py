@@ -99,6 +99,18 @@ def data_record(kind: str, head: VersionRecord | None, seq: int, *, index: Index
     )
 
 
+SLICES = "slices"
+"""Key of a version record's ``extra``: rows where a row slice begins inside a segment. Small
+appends join the symbol's open tail segment (one segment for many appends), but each append is
+its own row slice for ``compact_data`` as in ArcticDB (which keeps a segment per append), so
+that compaction plans, does work and takes version ids as ArcticDB does."""
+
+
+def slice_cuts(rec: VersionRecord) -> tuple[int, ...]:
+    """The rows of ``rec`` where a row slice begins inside a segment (see :data:`SLICES`)."""
+    return tuple(int(x) for x in rec.extra.get(SLICES, ()))
+
+
 def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema) -> norm.NormMeta:
     """The stored meta after adding ``nmeta``'s data to ``bmeta``'s under ``schema``:
     new columns (dynamic schema) appended, the index tz of the newest write."""
@@ -225,13 +237,19 @@ class Append(Operation):
             root = index.append(broot, tail, replace_last=len(tail))
         else:
             root = index.append(broot or EMPTY_ROOT, shifted(self._new_segments(), brows, row_numbers_index=not self.is_dt))
-        return data_record(
+        rec = data_record(
             "append", head, seq, index=root, meta=merged_meta(bmeta, meta, schema), schema=schema,
             first=base.first_index if base.first_index is not None else first,
             last=last if last is not None else base.last_index,
             sorted_=combine_sorted(base.sorted, self.sorted, base.last_index, first, brows, table.num_rows),
             metadata=self.metadata,
         )
+        cuts = slice_cuts(base)
+        if tail is not None and int(tail["start_row"][0]) < brows:
+            cuts += (brows,)  # these rows joined the open tail: their own row slice all the same
+        if cuts:
+            rec.extra[SLICES] = list(cuts)
+        return rec
 
 
 class Write(Operation):
@@ -525,4 +543,8 @@ class Compact(Operation):
             if len(prefix) != len(self.leaves) or not np.array_equal(prefix, self.leaves):
                 raise CommitConflictError(f"symbol {sym!r} was rewritten while compacting; run compact_data again")
             rows = np.concatenate([rows, cur[cur["start_row"] >= self.covered]])
-        return base.with_(kind="compact", dead=head.dead if head else (), latest_live=seq, index=index.build(rows))
+        # the cuts inside compacted rows are segment boundaries now; appended rows keep theirs
+        cuts = [c for c in slice_cuts(base) if c > self.covered]
+        extra = {k: v for k, v in base.extra.items() if k != SLICES} | ({SLICES: cuts} if cuts else {})
+        return base.with_(kind="compact", dead=head.dead if head else (), latest_live=seq, index=index.build(rows),
+                          extra=extra)

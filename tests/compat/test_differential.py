@@ -486,11 +486,7 @@ def test_differential(seed: int, engines: Any, library_pair: tuple[Any, Any]) ->
 
 #: Divergences arcticlite does not reproduce yet, by the operation they first show at; each is
 #: listed in the issue notes. Anything else fails the test.
-KNOWN_DIFFERENCES = {
-    "compact_data(": "compact_data's row slices: arcticlite's small appends share one open-tail "
-                     "segment where ArcticDB keeps a slice per append, so whether a compaction does "
-                     "work (and so takes a version id) can differ from ArcticDB's",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def known_difference(divergence: list[str]) -> str | None:

@@ -159,3 +159,23 @@ def test_the_slices_compaction_plans(lib: adb.Library, sizes: list[int], target:
     assert item.version == (1 if after is not None else 0)
     assert lib.compact_data_explain_plan("s", target).row_slices_before == plan.row_slices_after
     pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
+
+
+@pytest.mark.parametrize(("sizes", "after"), [([4, 5], None), ([4, 5, 1, 2], [4, 5, 3]), ([3, 1, 1, 1, 1], [4, 3])])
+def test_small_appends_are_row_slices_of_their_own(lib: adb.Library, sizes: list[int],
+                                                   after: list[int] | None) -> None:
+    # the appends share one open-tail segment, yet compaction sees one row slice per append
+    df = _appended(lib, sizes)
+    assert lib.inspect_index("s")["start_row"].nunique() < len(sizes) or len(sizes) == 2
+    plan = lib.compact_data_explain_plan("s", 4)
+    assert plan.row_slices_before == list(np.cumsum([0, *sizes]))
+    assert plan.will_do_work == (after is not None)
+    v = lib.compact_data("s", 4).version
+    assert v == len(sizes) - (0 if after is not None else 1)
+    if after is not None:
+        assert plan.row_slices_after == list(np.cumsum([0, *after]))
+        assert lib.compact_data_explain_plan("s", 4).row_slices_before == plan.row_slices_after
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
+    tail = df.index[-2:]
+    pd.testing.assert_frame_equal(lib.read("s", date_range=(tail[0], tail[1])).data, df.loc[tail[0]:tail[1]],
+                                  check_freq=False)
