@@ -378,8 +378,9 @@ class FermionReader:
     def _prune(self, term: F.Term, i: int) -> Intervals | None:
         """Row intervals that may match ``term`` (None: no pruning possible)."""
         cm = self._cmeta[i]
+        nulls_match = term.op in ("isnull", "!=")  # a null is null, and differs from every value
         if cm.all_null:
-            return []
+            return [(0, self.num_rows)] if nulls_match and self.num_rows else []
         node = cm.nodes[0]
         if node.kind not in FLAT_KINDS or len(node.streams) < 2:
             return None
@@ -391,6 +392,8 @@ class FermionReader:
             vs = int(cm.streams[node.streams[0]]["desc_type"])
             chunks = cm.chunks[node.streams[0]]
             if vs == L.DESC_FORCE_NULL or (chunks is not None and int(chunks[st]["flags"]) & L.FLAG_ALL_NULL):
+                if nulls_match:
+                    out.append((int(starts[st]), int(starts[st + 1])))
                 continue
             pg = cm.pages[ds][st]
             if not len(pg):

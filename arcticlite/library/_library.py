@@ -14,6 +14,7 @@ import functools
 import pickle
 import re
 from collections.abc import Callable
+from types import EllipsisType
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -71,6 +72,7 @@ from arcticlite.table import (
     Finalize,
     GcReport,
     Operation,
+    ReadExplain,
     ReplaceRange,
     ScanPlan,
     StagedEntry,
@@ -116,7 +118,7 @@ def _mutates(fn: F) -> F:
 
 def _table_options(options: LibraryOptions) -> TableOptions:
     return TableOptions(rows_per_segment=options.rows_per_segment, columns_per_segment=options.columns_per_segment,
-                        dynamic_schema=options.dynamic_schema)
+                        dynamic_schema=options.dynamic_schema, bloom_min_distinct=options.bloom_min_distinct)
 
 
 def _finalize_mode(mode: Any) -> StagedDataFinalizeMethod:
@@ -302,10 +304,18 @@ class Library:
         return batch.run_batch(self._table.pools.batch, items, fn, sym_of, as_of_of)
 
     # -- writes ---------------------------------------------------------------------------------
+    def _writer(self, bloom_min_distinct: int | None | EllipsisType) -> TableEngine:
+        """The engine of one write: the library's, or with that write's Bloom-filter threshold
+        (refused with ``UserInputException`` before anything is written)."""
+        if bloom_min_distinct is ...:
+            return self._table
+        return self._table.with_options(bloom_min_distinct=bloom_min_distinct)
+
     @_mutates
     def write(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
               staged: bool = False, validate_index: bool = True, index_column: Any = False,
-              recursive_normalizers: bool | None = None) -> VersionedItem | None:
+              recursive_normalizers: bool | None = None, *,
+              bloom_min_distinct: int | None | EllipsisType = ...) -> VersionedItem | None:
         """Write ``data`` as a new version of ``symbol``.
 
         Creates version ``head + 1``. Safe with concurrent writers: a racing writer simply
@@ -326,14 +336,18 @@ class Library:
             Refuse an unsorted DatetimeIndex (``UnsortedDataException``).
         index_column : str, optional
             For Arrow/polars input: the column to use as index.
+        bloom_min_distinct : int or None, optional
+            arcticlite only: this write's Bloom-filter threshold instead of the library's
+            (``LibraryOptions.bloom_min_distinct``); None writes no filters.
         """
         sym = check_symbol(symbol)
+        engine = self._writer(bloom_min_distinct)
         if staged:
             self.stage(sym, data, validate_index=validate_index, index_column=index_column)
             return None
         table, meta = self._normalize(data, index_column)
         sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
-        op = Write(self._table, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
+        op = Write(engine, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
         return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
 
     @_mutates
@@ -347,19 +361,22 @@ class Library:
 
     @_mutates
     def append(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
-               validate_index: bool = True, index_column: Any = False, compact_data: bool = False) -> VersionedItem:
+               validate_index: bool = True, index_column: Any = False, compact_data: bool = False, *,
+               bloom_min_distinct: int | None | EllipsisType = ...) -> VersionedItem:
         """Append rows after the last version of ``symbol`` (creating it if missing).
 
         The new rows' first index value must not be before the last stored one. Safe with
         concurrent writers: if another writer commits first, the append rebases on the new
         head (its data segments are reused) and retries, so no acknowledged append is lost.
         Cost does not grow with the number of earlier appends (small appends share one open
-        tail segment: docs/engine.md, "Small appends").
+        tail segment: docs/engine.md, "Small appends"). ``bloom_min_distinct``: as for
+        :meth:`write`.
         """
         sym = check_symbol(symbol)
+        engine = self._writer(bloom_min_distinct)
         table, meta = self._normalize(data, index_column)
         sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
-        op = Append(self._table, sym, table, meta, sorted_=sorted_new, metadata=self._pickle_meta(metadata),
+        op = Append(engine, sym, table, meta, sorted_=sorted_new, metadata=self._pickle_meta(metadata),
                     validate_index=validate_index)
         rec = self._apply(sym, op, prune_previous_versions)
         if compact_data:
@@ -369,14 +386,16 @@ class Library:
     @_mutates
     def update(self, symbol: str, data: Any, metadata: Any = None, upsert: bool = False,
                date_range: tuple[Any, Any] | None = None, prune_previous_versions: bool | None = None,
-               index_column: Any = False) -> VersionedItem:
+               index_column: Any = False, *,
+               bloom_min_distinct: int | None | EllipsisType = ...) -> VersionedItem:
         """Replace the stored rows in ``[data.index[0], data.index[-1]]`` (or ``date_range``)
-        with ``data``.
+        with ``data`` (``bloom_min_distinct``: as for :meth:`write`).
 
         Safe with concurrent writers: on a lost race the update is re-applied to the new head.
         Untouched segments are reused; straddling segments are trimmed without rewriting.
         """
         sym = check_symbol(symbol)
+        engine = self._writer(bloom_min_distinct)
         table, meta = self._normalize(data, index_column)
         if meta.index_kind != "datetime" and table.num_rows:
             raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r}); "
@@ -393,7 +412,7 @@ class Library:
             lo, hi = int(idx[0]), int(idx[-1])
         else:
             lo, hi = 1, 0  # empty: replaces nothing
-        op = ReplaceRange(self._table, sym, table, meta, lo, hi, self._pickle_meta(metadata), upsert=upsert,
+        op = ReplaceRange(engine, sym, table, meta, lo, hi, self._pickle_meta(metadata), upsert=upsert,
                           kind="update")
         return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
 
@@ -471,6 +490,19 @@ class Library:
         plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
                                 columns=columns, query_builder=query_builder)
         return self._table.read(plan, self._output(output_format), strings=strings)
+
+    def _explain(self, symbol: str, query_builder: Any, *, as_of: Any = None, date_range: Any = None,
+                 row_range: tuple[int, int] | None = None, columns: list[Any] | None = None) -> ReadExplain:
+        """What ``read(symbol, as_of, date_range, row_range, columns, query_builder)`` prunes
+        and fetches (``QueryBuilder.explain``): the read is run, its result dropped."""
+        sym = check_symbol(symbol)
+        if date_range is not None and row_range is not None:
+            raise ArcticException("Date range and row range both specified: give only one")
+        rec = self._resolve(sym, as_of)
+        if rec.pickled:
+            raise InternalException(f"E_RUNTIME_ERROR Cannot explain a read of pickled data of symbol {sym!r}")
+        return self._table.explain(rec, date_range=self._index_range(date_range), row_range=row_range,
+                                   columns=columns, query_builder=query_builder)
 
     def scan(self, symbol: str, as_of: Any = None, date_range: tuple[Any, Any] | None = None,
              row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,

@@ -54,6 +54,13 @@ class LibraryOptions:
         Accepted for compatibility.
     prune_previous_versions : bool
         Default of the per-call ``prune_previous_versions`` argument.
+    bloom_min_distinct : int or None
+        arcticlite only (default 1000): each new segment carries a Bloom filter of every integer
+        or string column with at least this many distinct values in it (integer columns
+        sorted within the segment excepted), so that ``==`` / ``isin`` queries skip the
+        segments that cannot hold the values; about 10 bits per distinct value, ~0.8 % false
+        positives. None writes no filters. ``write`` / ``append`` / ``update`` take the same
+        keyword for one call.
     """
 
     dynamic_schema: bool = False
@@ -63,6 +70,7 @@ class LibraryOptions:
     encoding_version: EncodingVersion | None = None
     recursive_normalizers: bool = False
     prune_previous_versions: bool = False
+    bloom_min_distinct: int | None = 1000
 
     def __post_init__(self) -> None:
         self.validate()
@@ -76,6 +84,10 @@ class LibraryOptions:
                 raise UnsupportedLibraryOptionValue(
                     f"LibraryOptions.{name} must be a positive int, got {v!r}"
                 )
+        b = self.bloom_min_distinct
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise UnsupportedLibraryOptionValue(
+                f"LibraryOptions.bloom_min_distinct must be a positive int or None (no Bloom filters), got {b!r}")
         for name in ("dynamic_schema", "dedup", "recursive_normalizers", "prune_previous_versions"):
             if not isinstance(getattr(self, name), bool):
                 raise UserInputException(f"LibraryOptions.{name} must be a bool")

@@ -228,6 +228,38 @@ class QueryBuilder:
     def __init__(self) -> None:
         self.clauses: list[tuple[str, Any]] = []
 
+    def explain(self, lib: Any, symbol: str, *, as_of: Any = None, date_range: Any = None,
+                row_range: tuple[int, int] | None = None, columns: list[Any] | None = None) -> Any:
+        """What ``lib.read(symbol, ..., query_builder=self)`` skips and fetches (arcticlite only;
+        ArcticDB has no equivalent).
+
+        The read is planned and run as ``read`` would run it (its result is dropped), counting
+        the segments pruned by the index range, the row groups pruned by page min/max and by
+        Bloom filters, the pages skipped inside the segments kept, and the bytes fetched.
+
+        Parameters
+        ----------
+        lib : arcticlite.Library
+        symbol : str
+        as_of, date_range, row_range, columns
+            As for ``Library.read``.
+
+        Returns
+        -------
+        arcticlite.table.ReadExplain
+            Its ``str()`` is a short report; ``to_dict()`` gives the figures.
+
+        Examples
+        --------
+        >>> q = QueryBuilder()
+        >>> q = q[q["ticker"] == "T00042"]
+        >>> print(q.explain(lib, "ticks"))  # doctest: +SKIP
+        """
+        explain = getattr(lib, "_explain", None)
+        if explain is None:
+            raise UserInputException(f"explain needs an arcticlite Library, got {type(lib).__name__}")
+        return explain(symbol, self, as_of=as_of, date_range=date_range, row_range=row_range, columns=columns)
+
     def _add(self, name: str, arg: Any) -> QueryBuilder:
         self.clauses.append((name, arg))
         return self

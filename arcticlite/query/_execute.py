@@ -60,10 +60,11 @@ class QueryPlan:
     output_columns : list or None
         The user's ``columns=`` selection to apply at the end.
     value_filters : list of tuple
-        ``(stored column, op, value)`` conjuncts every output row satisfies (ops ``==``,
-        ``<``, ``<=``, ``>``, ``>=``, ``in``), in the form ``arcticlite.format.decode(filter=)``
-        takes: a reader may skip pages or segments that cannot match. Rows it keeps are
-        filtered exactly afterwards.
+        ``(stored column, op, value)`` conjuncts every output row satisfies (ops ``==``, ``!=``,
+        ``<``, ``<=``, ``>``, ``>=``, ``in``, ``isnull``, ``notnull``, and ``("", "or",
+        [alternatives])``), in the form ``arcticlite.format.decode(filter=)`` takes: a reader
+        may skip pages or segments that cannot match. Rows it keeps are filtered exactly
+        afterwards.
     """
 
     columns: list[Any] | None
@@ -164,12 +165,25 @@ def _index_bounds(node: Any, is_index: Callable[[str], bool], lo: int, hi: int) 
 
 
 def _value_filters(node: Any, stored_of: Callable[[Any], str | None], out: list[tuple[str, str, Any]]) -> None:
-    """Collect ``col op number`` / ``col == str`` / ``col.isin(...)`` conjuncts of ``node``."""
+    """Collect the conjuncts of ``node`` a reader can judge by statistics: ``col op number``
+    (``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``), ``col == str`` / ``col != str``,
+    ``col.isin(...)``, ``col.isna()`` / ``col.notna()`` (``isnull`` / ``notnull``), and ``a | b``
+    of such conjunctions (an ``("", "or", [terms of a, terms of b])`` term)."""
     if not isinstance(node, ExpressionNode):
         return
     if node.op == "&":
         _value_filters(node.args[0], stored_of, out)
         _value_filters(node.args[1], stored_of, out)
+        return
+    if node.op == "|":
+        alts: list[list[tuple[str, str, Any]]] = []
+        for side in node.args[:2]:
+            terms: list[tuple[str, str, Any]] = []
+            _value_filters(side, stored_of, terms)
+            if not terms:  # an alternative nothing can rule out: the OR cannot prune
+                return
+            alts.append(terms)
+        out.append(("", "or", alts))
         return
     a, b = (node.args + (None, None))[:2]
     if not (isinstance(a, ExpressionNode) and a.op == "col"):
@@ -177,14 +191,17 @@ def _value_filters(node: Any, stored_of: Callable[[Any], str | None], out: list[
     stored = stored_of(a.args[0])
     if stored is None:
         return
+    if node.op in ("isna", "notna"):
+        out.append((stored, "isnull" if node.op == "isna" else "notnull", None))
+        return
     if node.op == "isin" and b and all(scalar_category(v) in ("num", "str") for v in b):
         if len({scalar_category(v) for v in b}) == 1 and not any(v != v for v in b):
             out.append((stored, "in", list(b)))
         return
-    if node.op not in ("==", "<", "<=", ">", ">=") or isinstance(b, ExpressionNode):
+    if node.op not in ("==", "!=", "<", "<=", ">", ">=") or isinstance(b, ExpressionNode):
         return
     cat = scalar_category(b)
-    if (cat == "num" and b == b) or (cat == "str" and node.op == "=="):
+    if (cat == "num" and b == b) or (cat == "str" and node.op in ("==", "!=")):
         out.append((stored, node.op, b.item() if isinstance(b, np.generic) else b))
 
 
@@ -244,12 +261,20 @@ def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, 
                 lo, hi = _index_bounds(arg, lambda n: n in index_names and n not in shadowed, lo, hi)
         if (lo, hi) != _I64:
             index_range = (lo, hi)
-    # leading filters on data columns: conjuncts a reader may use to skip pages
+    # leading filters on data columns: conjuncts a reader may use to skip pages; a projection
+    # (apply) does not end them, but its column is no stored column in the filters after it
     data_stored = {u: st for st, u in zip(meta.columns, meta.user_columns, strict=True) if isinstance(u, str)}
+    projected: set[Any] = set()
+
+    def stored_of(name: Any) -> str | None:
+        return None if name in projected else data_stored.get(name)
+
     values: list[tuple[str, str, Any]] = []
     for name, arg in clauses[i:]:
         if name == "filter":
-            _value_filters(arg, data_stored.get, values)
+            _value_filters(arg, stored_of, values)
+        elif name == "project":
+            projected.add(arg[0])
         elif name != "date_range":
             break
     return QueryPlan(columns=fetch, row_range=row_range, index_range=index_range, clauses=clauses[i:],

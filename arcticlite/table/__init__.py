@@ -36,6 +36,7 @@ from arcticlite.table._ops import (
     merged_meta,
 )
 from arcticlite.table._pools import Pools
+from arcticlite.table._prune import ReadExplain
 from arcticlite.table._read import (
     ReadPlan,
     iloc_range,
@@ -76,6 +77,7 @@ __all__ = [
     "Layout",
     "Operation",
     "Pools",
+    "ReadExplain",
     "ReadPlan",
     "ReplaceRange",
     "ScanPlan",

@@ -9,7 +9,7 @@ DataFrame blocks for the fast read path.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -20,8 +20,9 @@ from arcticlite.index import TableIndexIO
 from arcticlite.storage import KVStore
 from arcticlite.table._ops import Operation
 from arcticlite.table._pools import Pools, shared
+from arcticlite.table._prune import PruneStats, ReadExplain
 from arcticlite.table._read import ReadPlan, plan_read, read_arrow, read_pandas
-from arcticlite.table._segments import Layout
+from arcticlite.table._segments import BLOOM_MIN_DISTINCT, FetchStats, Layout
 from arcticlite.version import Builder, LibraryKeys, VersionEngine, VersionRecord
 
 
@@ -39,7 +40,12 @@ class TableOptions:
         pandas reads fill DataFrame blocks straight from the decoders where they can
         (off: every read goes through Arrow; results are identical).
     prune_by_statistics : bool
-        Queries skip row groups whose page min/max prove no row passes their leading filters.
+        Queries skip row groups whose page min/max (or Bloom filters) prove no row passes
+        their leading filters, and the pages of kept row groups that no row can pass.
+    bloom_min_distinct : int or None
+        New segments carry a Bloom filter of each integer or string column with at least this
+        many distinct values in the segment (integer columns sorted in it excepted: their page
+        min/max prune as well); None writes none.
     """
 
     rows_per_segment: int = 100_000
@@ -47,10 +53,15 @@ class TableOptions:
     dynamic_schema: bool = False
     direct_reads: bool = True
     prune_by_statistics: bool = True
+    bloom_min_distinct: int | None = BLOOM_MIN_DISTINCT
 
     def __post_init__(self) -> None:
         if int(self.rows_per_segment) <= 0 or int(self.columns_per_segment) <= 0:
             raise UserInputException("rows_per_segment and columns_per_segment must be positive")
+        b = self.bloom_min_distinct
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise UserInputException(f"bloom_min_distinct must be a positive int or None (no Bloom filters), "
+                                     f"got {b!r}")
 
 
 class TableEngine:
@@ -72,6 +83,13 @@ class TableEngine:
         self.options = options
         self.pools = pools or shared()
         self.versions = VersionEngine(store, keys)
+
+    def with_options(self, **changes: Any) -> TableEngine:
+        """This engine with some options replaced (a per-call override, e.g. one write's
+        Bloom-filter threshold): same store, keys and pools."""
+        if not changes:
+            return self
+        return TableEngine(self.store, self.keys, replace(self.options, **changes), self.pools)
 
     # -- index ----------------------------------------------------------------------------------
     def index(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO:
@@ -101,23 +119,44 @@ class TableEngine:
             n_index=len(meta.index_columns),
             rows_per_segment=o.rows_per_segment,
             columns_per_segment=0 if o.dynamic_schema else o.columns_per_segment,
+            bloom_min_distinct=o.bloom_min_distinct,
         )
 
     # -- reads ----------------------------------------------------------------------------------
     def plan(self, rec: VersionRecord, *, date_range: tuple[int, int] | None = None,
              row_range: tuple[Any, Any] | None = None, columns: list[Any] | None = None,
-             query_builder: Any = None) -> ReadPlan:
+             query_builder: Any = None, stats: PruneStats | None = None) -> ReadPlan:
         """Plan the read of data version ``rec`` (see :func:`~arcticlite.table._read.plan_read`)."""
         return plan_read(
             self.index(rec.symbol), self.store, self.keys, rec, date_range=date_range,
             row_range=row_range, columns=columns, query_builder=query_builder,
             dynamic=self.options.dynamic_schema, prune_by_statistics=self.options.prune_by_statistics,
-            pools=self.pools,
+            pools=self.pools, stats=stats,
         )
 
-    def read_arrow(self, plan: ReadPlan) -> tuple[pa.Table, norm.NormMeta]:
+    def explain(self, rec: VersionRecord, *, date_range: tuple[int, int] | None = None,
+                row_range: tuple[Any, Any] | None = None, columns: list[Any] | None = None,
+                query_builder: Any = None) -> ReadExplain:
+        """Plan and run the read of ``rec`` as :meth:`plan` / :meth:`read_arrow` would, and
+        report what it pruned and fetched (the result itself is dropped)."""
+        pst, fst = PruneStats(), FetchStats()
+        plan = self.plan(rec, date_range=date_range, row_range=row_range, columns=columns,
+                         query_builder=query_builder, stats=pst)
+        table, _ = self.read_arrow(plan, stats=fst)
+        return ReadExplain(
+            symbol=rec.symbol, version=rec.vid,
+            segments_total=rec.index.segments if rec.index is not None else 0,
+            segments_after_index_range=plan.segments_considered,
+            row_groups_considered=pst.row_groups, row_groups_pruned_minmax=pst.pruned_minmax,
+            row_groups_pruned_bloom=pst.pruned_bloom, segments_pruned_by_statistics=pst.segments_pruned,
+            segments_fetched=fst.segments, pages_considered=fst.pages, pages_skipped=fst.pages_skipped,
+            rows_skipped=fst.rows_skipped, bytes_fetched=fst.bytes_fetched, metadata_bytes=pst.metadata_bytes,
+            rows_returned=table.num_rows,
+        )
+
+    def read_arrow(self, plan: ReadPlan, stats: FetchStats | None = None) -> tuple[pa.Table, norm.NormMeta]:
         """Execute ``plan`` into a stored-layout Arrow table (query applied) and its meta."""
-        return read_arrow(self.store, self.keys, plan, pools=self.pools)
+        return read_arrow(self.store, self.keys, plan, pools=self.pools, stats=stats)
 
     def read(self, plan: ReadPlan, output_format: Any = "pandas",
              strings: tuple[str, dict[str, str] | None] = ("UNSPECIFIED", None)) -> Any:

@@ -34,7 +34,8 @@ from arcticlite.query import QueryPlan, plan_query, run_query
 from arcticlite.storage import KVStore
 from arcticlite.table import _direct as direct
 from arcticlite.table._pools import Pools
-from arcticlite.table._segments import prune_by_stats, read_segments, wanted_positions, with_columns
+from arcticlite.table._prune import Intervals, PruneStats, prune
+from arcticlite.table._segments import FetchStats, read_segments, wanted_positions, with_columns
 from arcticlite.version import LibraryKeys, VersionRecord
 
 #: Normalization records and schemas of at least this many bytes (wide symbols) are parsed once
@@ -136,6 +137,9 @@ class ReadPlan:
         Rows of the version.
     segments_considered : int
         Segments the index range selected before pruning by statistics.
+    candidates : dict
+        Per kept row group (by its first row) whose statistics rule out some of its pages:
+        the absolute row intervals that may match; only their pages are decoded.
     """
 
     symbol: str
@@ -152,6 +156,7 @@ class ReadPlan:
     sorted: str
     total_rows: int = 0
     segments_considered: int = 0
+    candidates: dict[int, Intervals] | None = None
 
     @property
     def n_index(self) -> int:
@@ -175,8 +180,10 @@ def plan_read(
     dynamic: bool = False,
     prune_by_statistics: bool = True,
     pools: Pools | None = None,
+    stats: PruneStats | None = None,
 ) -> ReadPlan:
-    """Plan the read of data version ``rec`` (``date_range`` already in closed int64 ns)."""
+    """Plan the read of data version ``rec`` (``date_range`` already in closed int64 ns);
+    ``stats`` collects what pruning ruled out (``QueryBuilder.explain``)."""
     sym = rec.symbol
     meta = meta_of(rec)
     schema = schema_of(rec)
@@ -201,8 +208,10 @@ def plan_read(
     else:
         leaves = index.leaves(root, row_range=rr, index_range=ir)
     considered = len(leaves)
+    candidates = None
     if query is not None and query.value_filters and prune_by_statistics:
-        leaves = prune_by_stats(store, keys, sym, leaves, schema, n_index, query.value_filters, pools=pools)
+        leaves, candidates = prune(store, keys, sym, leaves, schema, n_index, query.value_filters,
+                                   pools=pools, stats=stats)
     n_data = len(schema) - n_index
     if dynamic:
         leaves = widen_dynamic_leaves(leaves, n_data)
@@ -223,18 +232,20 @@ def plan_read(
         symbol=sym, version=rec.vid, meta=meta, schema=schema,
         columns=stored, positions=tuple(pos), row_range=rr, index_range=ir,
         leaves=leaves, query=query, dynamic=dynamic, sorted=rec.sorted or "UNKNOWN",
-        total_rows=total, segments_considered=considered,
+        total_rows=total, segments_considered=considered, candidates=candidates or None,
     )
 
 
 def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
-               pools: Pools | None = None) -> tuple[pa.Table, norm.NormMeta]:
+               pools: Pools | None = None, stats: FetchStats | None = None) -> tuple[pa.Table, norm.NormMeta]:
     """Fetch, decode and assemble ``plan`` as a stored-layout Arrow table, its query run;
-    returns the table and the metadata that describes it (new after an aggregation)."""
+    returns the table and the metadata that describes it (new after an aggregation).
+    ``stats`` counts the pages and bytes fetched (``QueryBuilder.explain``)."""
     table = read_segments(store, keys, plan.symbol, plan.leaves, plan.schema, plan.n_index,
                           list(plan.columns), plan.row_range, dynamic=plan.dynamic,
                           index_range=plan.index_range, pools=pools, positions=plan.positions,
-                          mark_absent=plan.dynamic and plan.query is not None)
+                          mark_absent=plan.dynamic and plan.query is not None, candidates=plan.candidates,
+                          stats=stats)
     ir = plan.index_range
     if ir is not None and table.num_rows:
         idx = table.column(0).cast(pa.int64()).to_numpy()

@@ -21,18 +21,18 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from concurrent.futures import Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from arcticlite import format as fermion
-from arcticlite.exceptions import ArcticException
 from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
 from arcticlite.query import absent_name
-from arcticlite.storage import KVStore, MemoryStore
+from arcticlite.storage import KVStore
 from arcticlite.table._pools import Pools, shared
+from arcticlite.table._prune import Intervals, file_rows
 from arcticlite.version import LibraryKeys
 
 WRITE_BATCH_BYTES = 8 << 20
@@ -57,13 +57,20 @@ SMALL_SEGMENT_BYTES = 64 << 10
 """Segments smaller than this on average are read in one store request (copies are cheap)."""
 
 
+BLOOM_MIN_DISTINCT = 1000
+"""Default Bloom-filter threshold: an integer or string column of a segment with at least this
+many distinct values gets a Bloom filter (integer columns sorted in the segment excepted)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """How a table is tiled: index columns first, then data columns sliced."""
+    """How a table is tiled: index columns first, then data columns sliced; and which columns
+    of a segment get a Bloom filter (``bloom_min_distinct``: None = none; Fermion 1.1)."""
 
     n_index: int
     rows_per_segment: int
     columns_per_segment: int  # 0 = one column slice (dynamic schema)
+    bloom_min_distinct: int | None = None
 
 
 def index_values(table: pa.Table, n_index: int, is_datetime: bool, start_row: int) -> np.ndarray:
@@ -129,8 +136,11 @@ def write_segments(
     def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, cols = task
         memo = choices.setdefault(tuple(cols), {}) if len(tasks) > 1 else None
+        # open tails (written plain) carry no Bloom filter: they are small and soon replaced
+        bloom = layout.bloom_min_distinct if optimize_for != "write" else None
         body = fermion.encode(table.select(cols).slice(r0, r1 - r0), parallel=inner_parallel,
-                              page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo)
+                              page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo,
+                              bloom_min_distinct=bloom)
         return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)
 
     rows = np.zeros(len(tasks), dtype=ROW_DTYPE)
@@ -284,59 +294,6 @@ _TAILS = _TailCache(64)
 
 
 # -- reading ------------------------------------------------------------------------------------
-def prune_by_stats(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, schema: pa.Schema,
-                   n_index: int, filters: Sequence[tuple[str, str, Any]], *,
-                   pools: Pools | None = None) -> np.ndarray:
-    """``leaves`` without the row groups in which no row can pass the ANDed ``filters``
-    (``(stored column, op, value)``, as ``QueryPlan.value_filters``), judged by the page
-    min/max of the segments holding the filter columns. Only their metadata is read: from the
-    store's zero-copy views (LMDB) or memory, else (S3) by ranged reads of each segment's tail
-    (Fermion keeps its metadata there), several at once. Conservative: a segment without the
-    column (dynamic schema), or whose statistics cannot be compared or read, keeps its row
-    group; the query still filters every row exactly.
-    """
-    if not len(leaves) or not filters:
-        return leaves
-    position = {name: i - n_index for i, name in enumerate(schema.names) if i >= n_index}
-    at = [(position[c], (c, op, v)) for c, op, v in filters if c in position]
-    if not at:
-        return leaves
-    checks: list[tuple[int, str, int, list[tuple[str, str, Any]], tuple[int, int]]] = []
-    for row, digest in zip(leaves, hex_digests(leaves), strict=True):
-        c0, c1 = int(row["start_col"]), int(row["end_col"])
-        terms = [t for p, t in at if c0 <= p < c1]
-        if terms:
-            start, lo = int(row["start_row"]), int(row["seg_offset"])
-            checks.append((start, keys.tdata(sym, digest), int(row["nbytes"]), terms,
-                           (lo, lo + int(row["end_row"]) - start)))
-    local = lends_views(store) or isinstance(store, MemoryStore)
-
-    def may_match(check: tuple[int, str, int, list[tuple[str, str, Any]], tuple[int, int]]) -> bool:
-        _, key, nbytes, terms, span = check
-        try:
-            if local:
-                with store.read_view(key) as view:
-                    return _may_match(view, terms, span)
-            ranged = fermion.RangeReader(lambda off, n: store.read_range(key, off, n), size=nbytes)
-            return _may_match(ranged, terms, span)
-        except (ArcticException, KeyError, TypeError, ValueError, OverflowError, pa.ArrowException):
-            return True  # missing column (dynamic schema), incomparable value: keep the row group
-
-    verdicts = map(may_match, checks) if local else (pools or shared()).io.map(may_match, checks)
-    doomed = {c[0] for c, ok in zip(checks, verdicts, strict=True) if not ok}
-    if not doomed:
-        return leaves
-    return leaves[~np.isin(leaves["start_row"], np.fromiter(doomed, dtype=np.int64))]
-
-
-def _may_match(source: Any, terms: list[tuple[str, str, Any]], span: tuple[int, int]) -> bool:
-    reader = fermion.FermionReader(source, parallel=False)
-    try:
-        return reader.may_match(terms, span)
-    finally:
-        reader.close()
-
-
 def lends_views(store: KVStore) -> bool:
     """Whether ``store.read_view`` is zero-copy (the default implementation reads a copy)."""
     return type(store).read_view is not KVStore.read_view
@@ -380,6 +337,68 @@ class _Names:
         return str(self._schema.field(self._n_index + p).name)
 
 
+@dataclass(slots=True)
+class FetchStats:
+    """What the data fetch of a read touched (``QueryBuilder.explain``).
+
+    Attributes
+    ----------
+    segments : int
+        Segments (row x column tiles) decoded.
+    pages, pages_skipped : int
+        Data pages of the columns read inside the rows fetched, and those of them left unread
+        because page statistics of the row group's filter columns ruled their rows out.
+    rows_skipped : int
+        Rows of the fetched segments not decoded for that reason.
+    bytes_fetched : int
+        Bytes the segment readers requested (metadata and pages).
+    """
+
+    segments: int = 0
+    pages: int = 0
+    pages_skipped: int = 0
+    rows_skipped: int = 0
+    bytes_fetched: int = 0
+    whole: bool = False  # segments were read whole (counted when fetched)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def fetched(self, nbytes: int) -> None:
+        with self._lock:
+            self.whole = True
+            self.bytes_fetched += nbytes
+
+    def add(self, reader: fermion.FermionReader, cols: Sequence[str], job: _Job) -> None:
+        """Count the pages of ``cols`` in the job's rows and those outside its ``rows``."""
+        pages = skipped = 0
+        for c in cols:
+            for p in reader.page_stats(c):
+                if p["node"] != 0 or p["stream"] != "DATA":
+                    continue
+                first = reader.stripe_starts()[p["stripe"]] + _first_item(reader, c, p)
+                a, b = first, first + p["rows"]
+                if b <= job.lo or a >= job.hi:
+                    continue
+                pages += 1
+                if job.rows is not None and not any(x < b and a < y for x, y in job.rows):
+                    skipped += 1
+        with self._lock:
+            self.segments += 1
+            self.pages += pages
+            self.pages_skipped += skipped
+            if job.rows is not None:
+                self.rows_skipped += (job.hi - job.lo) - sum(y - x for x, y in job.rows)
+            if not self.whole:
+                self.bytes_fetched += reader.range_reader.bytes_requested
+
+
+def _first_item(reader: fermion.FermionReader, col: str, p: dict[str, Any]) -> int:
+    """First row (within its stripe) of the top-level page ``p`` of ``col``."""
+    cm = reader.column_meta(col)
+    s = next(i for i, spec in enumerate(cm.specs) if int(cm.streams[i]["node"]) == 0
+             and spec.stream_type == 2) if len(cm.streams) else 0
+    return int(cm.pages[s][p["stripe"]][p["page"]]["first_item"])
+
+
 @dataclass(frozen=True, slots=True)
 class _Job:
     pos: int  # position in ``leaves``
@@ -388,31 +407,43 @@ class _Job:
     lo: int  # rows [lo, hi) of the segment file
     hi: int
     trim: bool  # cut the rows to ``index_range`` with the segment's own index column
+    rows: Intervals | None = None  # only these rows of [lo, hi) may match the query's filters
 
 
 def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
-            index_range: tuple[int, int] | None, parallel: bool) -> pa.Table:
+            index_range: tuple[int, int] | None, parallel: bool,
+            stats: FetchStats | None = None) -> pa.Table:
     reader = fermion.FermionReader(src, parallel=parallel)
     try:
-        cols = job.cols
-        if dynamic:  # segments hold the columns that existed when they were written
-            present = set(reader.column_names)
-            cols = [c for c in cols if c in present]
-        lo, hi = job.lo, job.hi
-        if job.trim and index_range is not None and index_name is not None and hi > lo:
-            # decode the index first, then only the pages of the data columns inside the range
-            ixcol = reader.read([index_name], row_range=(lo, hi)).column(0)
-            ix = ixcol.cast(pa.int64()).to_numpy()
-            a = int(np.searchsorted(ix, index_range[0], "left"))
-            b = max(a, int(np.searchsorted(ix, index_range[1], "right")))
-            rest = [c for c in cols if c != index_name]
-            data = reader.read(rest, row_range=(lo + a, lo + b))
-            if len(rest) == len(cols):
-                return data
-            return pa.Table.from_arrays([ixcol.slice(a, b - a), *data.columns], names=[index_name, *rest])
-        return reader.read(cols, row_range=(lo, hi))
+        out = _decode_with(reader, job, dynamic=dynamic, index_name=index_name, index_range=index_range)
+        if stats is not None:
+            stats.add(reader, [c for c in job.cols if c != index_name] or job.cols, job)
+        return out
     finally:
         reader.close()
+
+
+def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, index_name: str | None,
+                 index_range: tuple[int, int] | None) -> pa.Table:
+    cols = job.cols
+    if dynamic:  # segments hold the columns that existed when they were written
+        present = set(reader.column_names)
+        cols = [c for c in cols if c in present]
+    lo, hi = job.lo, job.hi
+    if job.rows is not None:  # page skipping: the same rows in every column slice
+        return reader.read(cols, row_range=(lo, hi), rows=job.rows)
+    if job.trim and index_range is not None and index_name is not None and hi > lo:
+        # decode the index first, then only the pages of the data columns inside the range
+        ixcol = reader.read([index_name], row_range=(lo, hi)).column(0)
+        ix = ixcol.cast(pa.int64()).to_numpy()
+        a = int(np.searchsorted(ix, index_range[0], "left"))
+        b = max(a, int(np.searchsorted(ix, index_range[1], "right")))
+        rest = [c for c in cols if c != index_name]
+        data = reader.read(rest, row_range=(lo + a, lo + b))
+        if len(rest) == len(cols):
+            return data
+        return pa.Table.from_arrays([ixcol.slice(a, b - a), *data.columns], names=[index_name, *rest])
+    return reader.read(cols, row_range=(lo, hi))
 
 
 def wanted_positions(schema: pa.Schema, n_index: int, wanted: Sequence[str]) -> list[int]:
@@ -455,6 +486,8 @@ def read_segments(
     pools: Pools | None = None,
     positions: Sequence[int] | None = None,
     mark_absent: bool = False,
+    candidates: dict[int, Intervals] | None = None,
+    stats: FetchStats | None = None,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -464,7 +497,10 @@ def read_segments(
     caller still slices the result exactly. ``positions``: the data-column positions of
     ``wanted`` when the caller already has them (a read plan), so they are not looked up again.
     ``mark_absent`` (dynamic schema, for a query): a column backfilled in some rows gets a
-    boolean companion column (``query.absent_name``) true on those rows.
+    boolean companion column (``query.absent_name``) true on those rows. ``candidates`` (a read
+    plan's, by row group start): the absolute rows of a row group that may pass the query's
+    filters; every column slice of that group decodes only the pages covering them, so the
+    slices stay row-aligned. ``stats`` counts pages and bytes fetched.
     """
     index_names = [schema.field(i).name for i in range(n_index)]
     wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
@@ -498,24 +534,29 @@ def read_segments(
         data = [data_names[p] for p in wanted_pos if c0 <= p < c1]
         keep_index = bool(first_in_group[i]) or bool(trim[i])
         cols = (index_names if keep_index else []) + data
-        jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, int(off[i] + lo[i]), int(off[i] + hi[i]),
-                         bool(trim[i])))
+        a, b = int(off[i] + lo[i]), int(off[i] + hi[i])
+        rows = None
+        if candidates is not None and int(start[i]) in candidates:
+            rows = file_rows(candidates[int(start[i])], int(start[i]), int(off[i]), a, b)
+        jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if n_index else None, index_range=use_range,
-                           pools=pools or shared())
+                           pools=pools or shared(), stats=stats)
     return _assemble(tables, first_in_group, out_schema, set(index_names), mark_absent=mark_absent)
 
 
 def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynamic: bool,
                   index_name: str | None, index_range: tuple[int, int] | None,
-                  pools: Pools) -> list[pa.Table]:
+                  pools: Pools, stats: FetchStats | None = None) -> list[pa.Table]:
     nbytes = int(leaves["nbytes"].sum())
     small = nbytes < SMALL_SEGMENT_BYTES * len(jobs)
     parallel_inner = len(jobs) == 1
     kw: dict[str, Any] = {"dynamic": dynamic, "index_name": index_name, "index_range": index_range,
-                          "parallel": parallel_inner}
+                          "parallel": parallel_inner, "stats": stats}
     if small or not lends_views(store):
         bufs = store.read_many([j.key for j in jobs])
+        if stats is not None:
+            stats.fetched(sum(len(b) for b in bufs))
 
         def run_group(group: Sequence[_Job]) -> list[pa.Table]:
             return [_decode(bufs[j.pos], j, **kw) for j in group]
@@ -527,7 +568,7 @@ def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynam
                     return t
                 del t
                 copy = bytes(view)
-            return _decode(copy, j, **kw)
+            return _decode(copy, j, **{**kw, "stats": None})
 
         def run_group(group: Sequence[_Job]) -> list[pa.Table]:
             return [one(j) for j in group]

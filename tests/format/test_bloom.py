@@ -145,3 +145,14 @@ def test_candidate_rows_for_pushdown_ops() -> None:
     assert got.column("x").to_pylist() == [7, 7, 998, 999]
     expr_rows = fermion.decode(fermion.encode(t), filter=[("", "or", [[("x", "==", 7)], [("x", "isnull", None)]])])
     assert expr_rows.num_rows == 2001  # 7 in the first and last pages, and the nulls
+
+
+def test_all_null_columns_and_stripes_match_isnull_and_not_equal() -> None:
+    t = pa.table({"n": pa.nulls(1_000, pa.string()),
+                  "h": pa.array([None] * 500 + ["a"] * 500, pa.string())})
+    r = fermion.FermionReader(fermion.encode(t, stripe_rows=500))
+    assert r.candidate_rows([("n", "isnull", None)]) == [(0, 1_000)]
+    assert r.candidate_rows([("n", "!=", "a")]) == [(0, 1_000)]
+    assert r.candidate_rows([("n", "==", "a")]) == []
+    assert r.candidate_rows([("h", "isnull", None)]) == [(0, 500)]
+    assert r.candidate_rows([("h", "!=", "a")]) == [(0, 1_000)]

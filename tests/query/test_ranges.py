@@ -157,9 +157,14 @@ def test_plan_value_filters_for_page_skipping(lib: Library, df: pd.DataFrame) ->
     q = q[q["i"] <= 40].head(3)
     q = q[q["f"] > 0]  # after a slice: not a page filter
     plan = plan_query(q, meta, total_rows=53, row_range=None, index_range=None, sorted_index=True, columns=None)
-    assert plan.value_filters == (("i", ">", 3), ("s", "==", "apple"), ("u", "in", [1, 2]), ("i", "<=", 40))
-    assert ("f", "!=", 0.5) not in plan.value_filters and ("f", ">", 0) not in plan.value_filters
+    assert plan.value_filters == (("i", ">", 3), ("s", "==", "apple"), ("u", "in", [1, 2]), ("f", "!=", 0.5),
+                                  ("i", "<=", 40))
+    assert ("f", ">", 0) not in plan.value_filters
     q2 = QueryBuilder()
-    q2 = q2[(q2["i"] > 3) | (q2["f"] > 0)]
+    q2 = q2[(q2["i"] > 3) | (q2["f"] > 0)]  # an OR of prunable terms is one 'or' term
     assert plan_query(q2, meta, total_rows=53, row_range=None, index_range=None, sorted_index=True,
+                      columns=None).value_filters == (("", "or", [[("i", ">", 3)], [("f", ">", 0)]]),)
+    q3 = QueryBuilder()
+    q3 = q3[(q3["i"] > 3) | (q3["f"] * 2 > 0)]  # one side nothing can rule out: no pruning
+    assert plan_query(q3, meta, total_rows=53, row_range=None, index_range=None, sorted_index=True,
                       columns=None).value_filters == ()
