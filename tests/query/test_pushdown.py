@@ -216,3 +216,16 @@ def test_filters_after_apply_push_down_unless_on_the_projected_column(lmdb_uri: 
     exp = df.assign(id=df.x * 0)
     check(lib, "s", q, exp[exp.id == 0])
     assert q.explain(lib, "s").row_groups_pruned_minmax == 0
+
+
+def test_compaction_keeps_bloom_filters(lmdb_uri: str) -> None:
+    lib = make_lib(lmdb_uri, rows_per_segment=500)
+    df = frame()
+    lib.write("s", df)
+    lib.compact_data("s", rows_per_segment=2_000)
+    v = int(df.k.iloc[4_321])
+    q = QueryBuilder()
+    q = q[q["k"] == v]
+    check(lib, "s", q, df[df.k == v])
+    ex = q.explain(lib, "s")
+    assert ex.row_groups_considered == 4 and ex.row_groups_pruned_bloom >= 2  # 3 expected
