@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         _refuse_missing_store(args.uri)  # every command below only reads (gc deletes garbage)
-        ac = adb.Arctic(args.uri)
+        ac = adb.Arctic(args.uri, read_only=args.command != "gc" or args.dry_run)
         if args.command == "libraries":
             print("\n".join(ac.list_libraries()))
             return 0

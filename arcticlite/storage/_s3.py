@@ -19,6 +19,7 @@ Credentials come only from boto3's default chain or an injected client.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import os
 import threading
@@ -260,10 +261,16 @@ class S3Store(KVStore):
                             key=conditional_key,
                         ) from exc
                     raise
+                if code == "NoSuchBucket":
+                    raise StorageException(
+                        f"{what}: bucket {self.bucket!r} does not exist (S3 said NoSuchBucket); "
+                        "check the URI or create the bucket") from exc
                 if code in _MISSING_CODES or status in (404, 416) or code == "InvalidRange":
                     raise  # the caller interprets these
                 if code in _DENIED_CODES or status == 403:
-                    raise PermissionException(f"{what}: access denied ({code})") from exc
+                    raise PermissionException(
+                        f"{what}: access denied by S3 ({code}) in bucket {self.bucket!r}: the credentials in use "
+                        "lack this permission (credentials that may only read: open with read_only=True)") from exc
                 if code in _RETRY_CODES or status >= 500 or status == 429 or status == 409:
                     # 409 ConditionalRequestConflict: refused, not applied
                     if status >= 500:
@@ -478,7 +485,8 @@ class S3Store(KVStore):
             errors = [e for e in resp.get("Errors", ()) if e.get("Code") not in _MISSING_CODES]
             if errors:
                 first = errors[0]
-                raise StorageException(
+                error = PermissionException if first.get("Code") in _DENIED_CODES else StorageException
+                raise error(
                     f"delete failed for {len(errors)} keys, e.g. {first.get('Key')!r}: "
                     f"{first.get('Code')} {first.get('Message')}"
                 )
@@ -493,8 +501,14 @@ class S3Store(KVStore):
         multi-writer commits with :class:`ConditionalWritesUnsupportedError`.
         """
         key = f"_arcticlite_probe/{uuid.uuid4().hex}"
+        written = True  # unless the first write is refused (e.g. credentials that may only read)
         try:
-            if not self.write_if_absent(key, b"probe-1"):
+            try:
+                created = self.write_if_absent(key, b"probe-1")
+            except PermissionException:
+                written = False
+                raise
+            if not created:
                 return False
             if self.write_if_absent(key, b"probe-2"):
                 return False
@@ -504,7 +518,9 @@ class S3Store(KVStore):
         except AmbiguousWriteError:
             return False
         finally:
-            self.delete([key])
+            if written:  # a probe key left behind is harmless; its deletion never hides the real error
+                with contextlib.suppress(StorageException):
+                    self.delete([key])
 
     def require_conditional_writes(self) -> None:
         """Raise :class:`ConditionalWritesUnsupportedError` if :meth:`probe_conditional_writes`

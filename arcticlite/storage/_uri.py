@@ -8,9 +8,11 @@ Accepted forms (ArcticDB's, so existing connection strings keep working)::
     s3s://<endpoint>:<bucket>[?options]    S3 over HTTPS
 
 S3 options: ``port``, ``path_prefix``, ``region``, ``use_virtual_addressing``, ``ssl``,
-``aws_auth``, ``aws_profile``, ``CA_cert_path``. Credentials are never accepted in a URI
-(``access`` / ``secret`` are refused): they come from boto3's default chain (environment,
-config files, instance roles) or from a client injected into :class:`S3Store`.
+``aws_auth``, ``aws_profile``, ``CA_cert_path``, and ArcticDB's ``access`` / ``secret``
+(masked in ``repr``, messages and :func:`redact`); without them credentials come from boto3's
+default chain (environment, config files, instance roles) or a client injected into
+:class:`S3Store`. Values are taken as written, as ArcticDB parses them (pairs split on ``&``
+or ``;``, no %- or +-decoding).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from urllib.parse import parse_qsl
 
 from arcticlite.exceptions import LmdbOptionsError, StorageUriError
 
@@ -157,12 +158,13 @@ def parse_size(text: str) -> int:
 
 
 def _query(uri: str, query: str, error: type[Exception]) -> dict[str, str]:
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
-    except ValueError as exc:
-        raise error(f"Invalid URI specified {uri!r}: bad query string {query!r}") from exc
+    # ArcticDB's parsing: pairs split on & or ;, values taken as written (no %- or +-decoding,
+    # so an AWS secret holding '+' or '/' works as it does there)
+    pairs = [p.partition("=") for p in re.split("[;&]", query)] if query else []
+    if any(not k or not eq for k, eq, _ in pairs):
+        raise error(f"Invalid URI specified {uri!r}: bad query string {query!r}")
     out: dict[str, str] = {}
-    for k, v in pairs:
+    for k, _, v in pairs:
         if k in out:
             raise error(f"Invalid URI specified {uri!r}: parameter {k!r} given twice")
         out[k] = v

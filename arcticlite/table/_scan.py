@@ -75,7 +75,7 @@ class ScanTask:
         Stored bytes of this task's segments (all their columns).
     """
 
-    uri: str
+    uri: str = field(repr=False)  # may hold credentials
     library: str
     plan: ReadPlan
     rows: int
@@ -122,7 +122,7 @@ class ScanPlan:
         The engine's plan: segments, rows, columns, ranges, query.
     """
 
-    uri: str
+    uri: str = field(repr=False)  # may hold credentials
     library: str
     symbol: str
     version: int
