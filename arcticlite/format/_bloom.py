@@ -116,14 +116,14 @@ def kind_of(typ: pa.DataType) -> int | None:
 
 def distinct(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     """The distinct non-null values of ``col`` (a dictionary column: of its dictionaries)."""
-    if isinstance(col, pa.ChunkedArray):
-        chunks = col.chunks
-        if pa.types.is_dictionary(col.type):
-            chunks = [c.dictionary for c in chunks]
-        arr = pa.concat_arrays(chunks) if chunks else pa.array([], col.type)
-    else:
-        arr = col.dictionary if pa.types.is_dictionary(col.type) else col
-    return pc.unique(arr.drop_null())
+    if pa.types.is_dictionary(col.type):
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        dicts = [c.dictionary for c in chunks]
+        col = pa.concat_arrays(dicts) if dicts else pa.array([], col.type.value_type)
+    if col.null_count:
+        col = col.drop_null()
+    out = pc.unique(col)  # a ChunkedArray is not concatenated first (no copy of the values)
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
 def hashes_of(values: pa.Array, kind: int) -> np.ndarray:

@@ -55,7 +55,7 @@ class LibraryOptions:
     prune_previous_versions : bool
         Default of the per-call ``prune_previous_versions`` argument.
     bloom_min_distinct : int or None
-        arcticlite only (default 1000): each new segment carries a Bloom filter of every integer
+        arcticlite only (default 16): each new segment carries a Bloom filter of every integer
         or string column with at least this many distinct values in it (integer columns
         sorted within the segment excepted), so that ``==`` / ``isin`` queries skip the
         segments that cannot hold the values; about 10 bits per distinct value, ~0.8 % false
@@ -70,7 +70,7 @@ class LibraryOptions:
     encoding_version: EncodingVersion | None = None
     recursive_normalizers: bool = False
     prune_previous_versions: bool = False
-    bloom_min_distinct: int | None = 1000
+    bloom_min_distinct: int | None = 16
 
     def __post_init__(self) -> None:
         self.validate()

@@ -57,9 +57,12 @@ SMALL_SEGMENT_BYTES = 64 << 10
 """Segments smaller than this on average are read in one store request (copies are cheap)."""
 
 
-BLOOM_MIN_DISTINCT = 1000
+BLOOM_MIN_DISTINCT = 16
 """Default Bloom-filter threshold: an integer or string column of a segment with at least this
-many distinct values gets a Bloom filter (integer columns sorted in the segment excepted)."""
+many distinct values gets a Bloom filter (integer columns sorted in the segment excepted). Low:
+a filter costs 10 bits per distinct value (a 50-value column: 64 bytes), and a segment holding
+few of a column's values is where a filter prunes best; the distinct values are computed for
+every eligible column anyway."""
 
 
 @dataclass(frozen=True, slots=True)
