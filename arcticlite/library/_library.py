@@ -397,7 +397,8 @@ class Library:
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
         table, meta = self._normalize(data, index_column)
-        if meta.index_kind != "datetime" and table.num_rows:
+        by_time = meta.index_kind == "datetime" or (meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",))
+        if not by_time and table.num_rows:  # a MultiIndex is updated by its first (datetime) level
             raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r}); "
                                     "use write or append")
         if norm.sortedness(table, meta) not in ("ASCENDING", "UNKNOWN"):

@@ -359,7 +359,10 @@ def _backfill(t: pa.DataType) -> pa.Scalar:
 
 
 def _index_ns(st: _State, clause: str) -> np.ndarray:
-    if st.meta.index_kind != "datetime" or not st.meta.index_columns:
+    """The timestamps of the index (of its first level, for a MultiIndex whose first level is
+    a DatetimeIndex) as int64 ns."""
+    dated = st.meta.index_kind == "datetime" or (st.meta.index_kind == "multi" and st.meta.index_hints[:1] == ("dt",))
+    if not dated or not st.meta.index_columns:
         raise SchemaException(f"E_UNSUPPORTED_INDEX_TYPE {clause} can only be applied to timeseries")
     col = st.table.column(st.meta.index_columns[0])
     return np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -343,7 +343,8 @@ class ReplaceRange(Operation):
         if base.pickled:
             raise InternalException(f"Cannot update pickled data (symbol {sym!r})")
         bmeta, bschema = meta_of(base), schema_of(base)
-        if bmeta.index_kind != "datetime":
+        multi = bmeta.index_kind == "multi" and bmeta.index_hints[:1] == ("dt",)
+        if bmeta.index_kind != "datetime" and not multi:
             raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r})")
         if base.sorted not in ("ASCENDING", "UNKNOWN"):
             raise UnsortedDataException(f"Cannot update symbol {sym!r}: its stored index is not sorted")
@@ -358,6 +359,8 @@ class ReplaceRange(Operation):
                                             new_rows=table.num_rows) or bschema
             out_meta = merged_meta(bmeta, meta, schema)
         leaves = index.leaves(base.index or EMPTY_ROOT)
+        if multi:  # leaves of a MultiIndex carry row numbers: give them their first level's bounds
+            leaves = _with_time_bounds(e, sym, leaves, bmeta.index_columns[0])
         before, after = split_leaves(e, sym, leaves, self.lo, self.hi, bmeta.index_columns[0])
         parts = [before]
         n_before = int(before["end_row"].max()) if len(before) else 0
@@ -369,10 +372,31 @@ class ReplaceRange(Operation):
             rows = np.concatenate([rows, shifted(after, cursor - int(after["start_row"].min()), row_numbers_index=False)])
         # update sets its metadata (None included); delete_data_in_range keeps the version's
         metadata = self.metadata if self.kind == "update" else base.metadata
+        first = int(rows["min_index"].min()) if len(rows) else None
+        last = int(rows["max_index"].max()) if len(rows) else None
+        if multi:  # back to row numbers, as every MultiIndex leaf holds
+            rows["min_index"] = rows["start_row"]
+            rows["max_index"] = rows["end_row"].astype(np.int64) - 1
+            first = last = None
         return data_record(self.kind, head, seq, index=index.build(rows), meta=out_meta, schema=schema,
-                           first=int(rows["min_index"].min()) if len(rows) else None,
-                           last=int(rows["max_index"].max()) if len(rows) else None,
+                           first=first, last=last,
                            sorted_=base.sorted if len(rows) else "ASCENDING", metadata=metadata)
+
+
+def _with_time_bounds(engine: TableEngine, sym: str, leaves: np.ndarray, index_col: str) -> np.ndarray:
+    """``leaves`` with ``min_index`` / ``max_index`` set from the timestamps of ``index_col``
+    (one index-column decode per row group)."""
+    out = leaves.copy()
+    for start in np.unique(leaves["start_row"]):
+        in_group = leaves["start_row"] == start
+        first = leaves[in_group][0]
+        buf = engine.store.read(engine.keys.tdata(sym, hex_digests(leaves[in_group][:1])[0]))
+        off, n = int(first["seg_offset"]), int(first["end_row"] - first["start_row"])
+        vals = fermion.decode(buf, columns=[index_col]).column(0).cast(pa.int64()).to_numpy()[off : off + n]
+        if n:
+            out["min_index"][in_group] = vals.min()
+            out["max_index"][in_group] = vals.max()
+    return out
 
 
 def split_leaves(engine: TableEngine, sym: str, leaves: np.ndarray, lo: int, hi: int,

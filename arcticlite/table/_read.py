@@ -30,7 +30,7 @@ import pyarrow as pa
 from arcticlite import normalize as norm
 from arcticlite.exceptions import InternalException, UnsortedDataException
 from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, TableIndexIO
-from arcticlite.query import QueryPlan, plan_query, run_query
+from arcticlite.query import QueryBuilder, QueryPlan, plan_query, run_query
 from arcticlite.storage import KVStore
 from arcticlite.table import _direct as direct
 from arcticlite.table._pools import Pools
@@ -192,6 +192,14 @@ def plan_read(
     total = root.rows
     rr = iloc_range(row_range, total) if row_range is not None else None
     ir: tuple[int, int] | None = None
+    if date_range is not None and meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",):
+        # the leaves of a MultiIndex hold row numbers: filter by its first level after reading
+        dated = QueryBuilder()
+        dated.clauses = [("date_range", date_range)]
+        if isinstance(query_builder, QueryBuilder):
+            dated.clauses += list(query_builder.clauses)
+        if query_builder is None or isinstance(query_builder, QueryBuilder):
+            query_builder, date_range = dated, None
     if date_range is not None:
         if meta.index_kind != "datetime":
             raise InternalException(f"Cannot apply date range filter to symbol {sym!r} with non-timestamp index")
