@@ -229,3 +229,19 @@ def test_compaction_keeps_bloom_filters(lmdb_uri: str) -> None:
     check(lib, "s", q, df[df.k == v])
     ex = q.explain(lib, "s")
     assert ex.row_groups_considered == 4 and ex.row_groups_pruned_bloom >= 2  # 3 expected
+
+
+def test_scan_tasks_and_lazy_frames_are_pruned_too(lmdb_uri: str, small_pages: None) -> None:
+    lib = make_lib(lmdb_uri, rows_per_segment=2_000, columns_per_segment=2)
+    df = frame()
+    lib.write("s", df)
+    v = int(df.k.iloc[6_543])
+    q = QueryBuilder()
+    q = q[(q["k"] == v) | (q["id"] < 100)]
+    plan = lib.scan("s", query_builder=q)
+    assert plan.segments < 4 * 3  # the row groups Bloom filters and min/max rule out are gone
+    got = pd.concat([b.to_pandas() for t in plan.tasks() for b in t.execute()])
+    assert sorted(got["id"].tolist()) == sorted(df[(df.k == v) | (df.id < 100)].id.tolist())
+    lazy = lib.read("s", lazy=True)
+    lazy = lazy[(lazy["k"] == v) | (lazy["id"] < 100)]
+    pd.testing.assert_frame_equal(lazy.collect().data, df[(df.k == v) | (df.id < 100)], check_freq=False)

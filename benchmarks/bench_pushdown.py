@@ -1,0 +1,164 @@
+"""Selective queries, arcticlite vs ArcticDB (issue 15): Bloom filters, min/max pruning, page skipping.
+
+Run ``python -m benchmarks.bench_pushdown [--rows 20000000] [--runs 5] [--layout random|blocks]``.
+
+The symbol: a datetime index, a sorted int64 ``id``, a random float ``x`` and a string
+``ticker`` of 10,000 values — ``random`` layout: each row's ticker drawn uniformly (every
+segment holds every ticker); ``blocks``: each ticker's rows contiguous, tickers in random name
+order (a segment holds ~rows/10,000 tickers whose names span the whole range, so page min/max
+cannot prune an equality but Bloom filters can). Queries: ``ticker == x``,
+``ticker.isin([3 values])``, a range on ``id`` (0.1 % of the rows), ``x > 0.999``.
+
+Fair harness (as ``benchmarks/fair.py``): the data is generated once and pickled; each engine
+writes its own LMDB store in a separate process; every timed run is a fresh process importing
+only its engine, which opens the library, calls ``os.sync()`` and times one
+``lib.read(sym, query_builder=q).data``; engines alternate A B, B A, … per run; the median of
+the runs is reported, with the result's row count checked equal between engines. arcticlite's
+``QueryBuilder.explain`` figures (segments / pages fetched) come from an untimed call.
+Results: a table on stdout and JSON in ``benchmarks/results/pushdown.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+QUERIES = ["ticker_eq", "ticker_isin", "id_range", "x_gt"]
+ENGINES = ["arcticlite", "arcticdb"]
+
+
+def make_frame(rows: int, layout: str, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    names = np.array([f"T{i:05d}" for i in range(10_000)], dtype=object)
+    if layout == "random":
+        codes = rng.integers(0, 10_000, rows)
+    else:
+        codes = rng.permutation(10_000)[(np.arange(rows, dtype=np.int64) * 10_000) // rows]
+    return pd.DataFrame({
+        "id": np.arange(rows, dtype=np.int64),
+        "x": rng.random(rows),
+        "ticker": names[codes],
+    }, index=pd.date_range("2020-01-01", periods=rows, freq="s"))
+
+
+def query(mod: Any, name: str, rows: int) -> Any:
+    q = mod.QueryBuilder()
+    if name == "ticker_eq":
+        return q[q["ticker"] == "T00042"]
+    if name == "ticker_isin":
+        return q[q["ticker"].isin(["T00042", "T05000", "T09999"])]
+    if name == "id_range":
+        lo = rows // 2
+        return q[(q["id"] >= lo) & (q["id"] < lo + max(1, rows // 1000))]
+    return q[q["x"] > 0.999]
+
+
+# -- worker -------------------------------------------------------------------------------------
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    mod = importlib.import_module(spec["engine"])
+    lib = mod.Arctic(spec["uri"]).get_library("bench", create_if_missing=spec["op"] == "prepare")
+    if spec["op"] == "prepare":
+        with open(spec["parts"], "rb") as f:
+            df = pickle.load(f)
+        t = time.perf_counter()
+        lib.write("s", df)
+        return {"write_s": time.perf_counter() - t}
+    q = query(mod, spec["query"], spec["rows"])
+    os.sync()
+    gc.collect()
+    gc.disable()
+    t = time.perf_counter()
+    out = lib.read("s", query_builder=q).data
+    elapsed = time.perf_counter() - t
+    gc.enable()
+    res: dict[str, Any] = {"seconds": elapsed, "rows": len(out)}
+    if spec["engine"] == "arcticlite" and spec.get("explain"):
+        res["explain"] = query(mod, spec["query"], spec["rows"]).explain(lib, "s").to_dict()
+    return res
+
+
+def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    os.sync()
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_pushdown", "--worker", json.dumps(spec)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"worker failed: {spec}\n{proc.stderr[-3000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def store_bytes(path: str) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=20_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--layout", choices=["random", "blocks"], default="random")
+    ap.add_argument("--worker")
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return
+    root = tempfile.mkdtemp(prefix="bench_pushdown_")
+    try:
+        parts = os.path.join(root, "frame.pkl")
+        with open(parts, "wb") as f:
+            pickle.dump(make_frame(args.rows, args.layout), f, protocol=pickle.HIGHEST_PROTOCOL)
+        uris = {e: f"lmdb://{os.path.join(root, e)}" for e in ENGINES}
+        prep = {e: run_worker({"engine": e, "op": "prepare", "uri": uris[e], "parts": parts}) for e in ENGINES}
+        sizes = {e: store_bytes(os.path.join(root, e)) for e in ENGINES}
+        results: dict[str, Any] = {"rows": args.rows, "layout": args.layout, "runs": args.runs,
+                                   "write_s": {e: prep[e]["write_s"] for e in ENGINES},
+                                   "store_bytes": sizes, "queries": {}}
+        for name in QUERIES:
+            times: dict[str, list[float]] = {e: [] for e in ENGINES}
+            counts: dict[str, set[int]] = {e: set() for e in ENGINES}
+            explain = None
+            for r in range(args.runs):
+                for e in (ENGINES if r % 2 == 0 else ENGINES[::-1]):
+                    spec = {"engine": e, "op": "read", "uri": uris[e], "query": name, "rows": args.rows,
+                            "explain": e == "arcticlite" and explain is None}
+                    out = run_worker(spec)
+                    times[e].append(out["seconds"])
+                    counts[e].add(out["rows"])
+                    explain = out.get("explain", explain)
+            if counts["arcticlite"] != counts["arcticdb"] or len(counts["arcticlite"]) != 1:
+                raise RuntimeError(f"{name}: row counts differ {counts}")
+            med = {e: float(np.median(times[e])) for e in ENGINES}
+            results["queries"][name] = {"times": times, "median": med, "rows": counts["arcticlite"].pop(),
+                                        "arcticdb_over_arcticlite": med["arcticdb"] / med["arcticlite"],
+                                        "explain": explain}
+        print(f"{args.rows:,} rows, layout {args.layout}, median of {args.runs} (fresh process per run, A B / B A)")
+        print(f"stored bytes: arcticlite {sizes['arcticlite']:,}, arcticdb {sizes['arcticdb']:,}")
+        print(f"{'query':<13}{'rows':>9}{'arcticlite s':>14}{'arcticdb s':>12}{'ratio':>8}  segments / pages fetched")
+        for name, q in results["queries"].items():
+            ex = q["explain"] or {}
+            print(f"{name:<13}{q['rows']:>9}{q['median']['arcticlite']:>14.4f}{q['median']['arcticdb']:>12.4f}"
+                  f"{q['arcticdb_over_arcticlite']:>8.2f}  {ex.get('segments_fetched')}/{ex.get('segments_total')}"
+                  f" segs, {ex.get('pages_considered', 0) - ex.get('pages_skipped', 0)}/{ex.get('pages_considered')}"
+                  f" pages (bloom pruned {ex.get('row_groups_pruned_bloom')} row groups,"
+                  f" min/max {ex.get('row_groups_pruned_minmax')})")
+        out_dir = Path(__file__).parent / "results"
+        out_dir.mkdir(exist_ok=True)
+        (out_dir / "pushdown.json").write_text(json.dumps(results, indent=1, default=str))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
