@@ -9,6 +9,7 @@ encodings), collect garbage, and convert between Fermion and Parquet::
     arcticlite index      lmdb://./data prices AAPL [--as-of 3]
     arcticlite segments   lmdb://./data prices AAPL [--as-of 3]
     arcticlite read       lmdb://./data prices AAPL [--as-of 3] [--rows 10]
+                          [--where 'ticker == "T1"' ...] [--explain]
     arcticlite gc         lmdb://./data prices [--grace 3600] [--dry-run]
     arcticlite fermion    {from-parquet,to-parquet,inspect} ...
     arcticlite import-arcticdb lmdb://./arcticdb_store lmdb://./data [--library prices]
@@ -30,6 +31,50 @@ def _as_of(value: str | None) -> Any:
         return int(value)
     except ValueError:
         return value  # a snapshot name
+
+
+_WHERE_OPS = ("==", "!=", "<=", ">=", "<", ">")
+
+
+def _where(terms: list[str]) -> Any:
+    """A ``QueryBuilder`` filtering on the ANDed ``--where`` terms: ``COL OP VALUE`` (OP one of
+    ``== != < <= > >=``), ``COL in [V, ...]``, ``COL isna`` / ``COL notna``; values are Python
+    literals (``42``, ``1.5``, ``"text"``). None without terms."""
+    import ast
+    import re
+
+    from arcticlite import QueryBuilder
+    from arcticlite.exceptions import UserInputException
+
+    if not terms:
+        return None
+    q = QueryBuilder()
+    cond = None
+    for term in terms:
+        m = re.fullmatch(r"\s*([^\s=!<>]+)\s*(==|!=|<=|>=|<|>|\s+in\s+|\s+isna|\s+notna)\s*(.*)", term)
+        if m is None:
+            raise UserInputException(f"--where {term!r}: write COL OP VALUE (OP one of {' '.join(_WHERE_OPS)}), "
+                                     "COL in [V, ...], COL isna or COL notna")
+        col, op, text = m.group(1), m.group(2).strip(), m.group(3).strip()
+        if op in ("isna", "notna"):
+            if text:
+                raise UserInputException(f"--where {term!r}: {op} takes no value")
+            e = q[col].isna() if op == "isna" else q[col].notna()
+        else:
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise UserInputException(f"--where {term!r}: {text!r} is not a literal; quote strings "
+                                         "('ticker == \"T1\"')") from None
+            if op == "in":
+                if not isinstance(value, list | tuple | set):
+                    raise UserInputException(f"--where {term!r}: 'in' takes a list, e.g. [1, 2]")
+                e = q[col].isin(list(value))
+            else:
+                e = {"==": q[col] == value, "!=": q[col] != value, "<": q[col] < value, "<=": q[col] <= value,
+                     ">": q[col] > value, ">=": q[col] >= value}[op]
+        cond = e if cond is None else cond & e
+    return q[cond]
 
 
 def _refuse_missing_store(uri: str) -> None:
@@ -63,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
             c.add_argument("--as-of", default=None, help="version id or snapshot name")
         if name == "read":
             c.add_argument("--rows", type=int, default=20, help="rows to print (head)")
+            c.add_argument("--where", action="append", default=[], metavar="TERM",
+                           help="filter, ANDed when repeated: 'COL OP VALUE' (== != < <= > >=), "
+                                "'COL in [V, ...]', 'COL isna', 'COL notna'")
+            c.add_argument("--explain", action="store_true",
+                           help="print what the read prunes and fetches (QueryBuilder.explain) instead of rows")
     g = sub.add_parser("gc", help="delete unreachable segments and index nodes")
     g.add_argument("uri")
     g.add_argument("library")
@@ -115,7 +165,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "segments":
             print(lib.inspect_segments(args.symbol, _as_of(args.as_of)).to_string(index=False))
         elif args.command == "read":
-            print(lib.head(args.symbol, args.rows, as_of=_as_of(args.as_of)).data)
+            q = _where(args.where)
+            if args.explain:
+                from arcticlite import QueryBuilder
+
+                print((q if q is not None else QueryBuilder()).explain(lib, args.symbol, as_of=_as_of(args.as_of)))
+            elif q is not None:
+                print(lib.read(args.symbol, as_of=_as_of(args.as_of), query_builder=q.head(args.rows)).data)
+            else:
+                print(lib.head(args.symbol, args.rows, as_of=_as_of(args.as_of)).data)
         elif args.command == "gc":
             print(lib.gc(grace_period=args.grace, dry_run=args.dry_run))
     except ArcticException as exc:
