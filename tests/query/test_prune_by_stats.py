@@ -1,5 +1,5 @@
 """Leading QueryBuilder filters skip the row groups whose page min/max prove that no row passes
-(``_segments.prune_by_stats``): the results are those of an unpruned read, with fewer segments
+(``table/_prune.py``): the results are those of an unpruned read, with fewer segments
 decoded."""
 
 from __future__ import annotations
