@@ -373,7 +373,10 @@ class FetchStats:
     def add(self, reader: fermion.FermionReader, cols: Sequence[str], job: _Job) -> None:
         """Count the pages of ``cols`` in the job's rows and those outside its ``rows``."""
         pages = skipped = 0
+        present = set(reader.column_names)
         for c in cols:
+            if c not in present:  # dynamic schema: a column the segment does not hold
+                continue
             for p in reader.page_stats(c):
                 if p["node"] != 0 or p["stream"] != "DATA":
                     continue
@@ -397,8 +400,8 @@ class FetchStats:
 def _first_item(reader: fermion.FermionReader, col: str, p: dict[str, Any]) -> int:
     """First row (within its stripe) of the top-level page ``p`` of ``col``."""
     cm = reader.column_meta(col)
-    s = next(i for i, spec in enumerate(cm.specs) if int(cm.streams[i]["node"]) == 0
-             and spec.stream_type == 2) if len(cm.streams) else 0
+    s = next((i for i, spec in enumerate(cm.specs) if int(cm.streams[i]["node"]) == 0
+              and spec.stream_type == 2), 0) if len(cm.streams) else 0
     return int(cm.pages[s][p["stripe"]][p["page"]]["first_item"])
 
 

@@ -245,3 +245,17 @@ def test_scan_tasks_and_lazy_frames_are_pruned_too(lmdb_uri: str, small_pages: N
     lazy = lib.read("s", lazy=True)
     lazy = lazy[(lazy["k"] == v) | (lazy["id"] < 100)]
     pd.testing.assert_frame_equal(lazy.collect().data, df[(df.k == v) | (df.id < 100)], check_freq=False)
+
+
+def test_explain_under_dynamic_schema(lmdb_uri: str) -> None:
+    lib = make_lib(lmdb_uri, dynamic_schema=True)
+    df = frame(3_000)
+    lib.write("s", df[["id", "x"]])
+    more = frame(3_000, seed=1).set_index(pd.date_range("2025-01-01", periods=3_000, freq="s"))
+    lib.append("s", more[["id", "x", "k"]])  # k only in the later segments
+    v = int(more.k.iloc[5])
+    q = QueryBuilder()
+    q = q[q["k"] == v]
+    assert lib.read("s", query_builder=q).data["k"].tolist() == [v]
+    ex = q.explain(lib, "s")
+    assert ex.rows_returned == 1 and ex.row_groups_pruned_bloom >= 1
