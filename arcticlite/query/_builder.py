@@ -64,9 +64,13 @@ class ExpressionNode:
             "use & | ~ (and where() for a ternary)")
 
     def __eq__(self, o: Any) -> ExpressionNode:  # type: ignore[override]
+        if isinstance(o, _COLLECTIONS):  # == [values] is isin, as in ArcticDB
+            return self.isin(o)
         return self._bin("==", o)
 
     def __ne__(self, o: Any) -> ExpressionNode:  # type: ignore[override]
+        if isinstance(o, _COLLECTIONS):
+            return self.isnotin(o)
         return self._bin("!=", o)
 
     def __lt__(self, o: Any) -> ExpressionNode:
@@ -139,7 +143,8 @@ class ExpressionNode:
         return ExpressionNode("neg", self)
 
     def isin(self, *values: Any) -> ExpressionNode:
-        """Rows whose value is one of ``values`` (a list, or several arguments)."""
+        """Rows whose value is one of ``values`` (a list, set, tuple, array, or several
+        arguments; order and duplicates do not matter: equal sets make equal queries)."""
         return ExpressionNode("isin", self, _flatten(values))
 
     def isnotin(self, *values: Any) -> ExpressionNode:
@@ -160,11 +165,13 @@ class ExpressionNode:
 
     def regex_match(self, pattern: str) -> ExpressionNode:
         """Rows of a string column where ``pattern`` matches anywhere (``re.search``)."""
-        if isinstance(pattern, str):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise InternalException(f"E_ASSERTION_FAILURE Error compiling regex {pattern}: {exc}") from None
+        if not isinstance(pattern, str):
+            raise UserInputException(
+                f"E_INVALID_USER_ARGUMENT regex_match takes a string pattern, got {type(pattern).__name__} {pattern!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise InternalException(f"E_ASSERTION_FAILURE Error compiling regex {pattern}: {exc}") from None
         return ExpressionNode("regex_match", self, pattern)
 
     __hash__ = None  # type: ignore[assignment]
@@ -175,10 +182,37 @@ def _check_finite(value: Any) -> None:
         raise ArcticException("Infinite values not supported in queries")
 
 
+_COLLECTIONS = (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)
+_I64_MAX = 2**63 - 1
+
+
+def _member(v: Any) -> Any:
+    if isinstance(v, np.datetime64):
+        return pd.Timestamp(v)
+    if isinstance(v, np.timedelta64):
+        return pd.Timedelta(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
 def _flatten(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    if len(values) == 1 and isinstance(values[0], list | tuple | set | frozenset | np.ndarray | pd.Index | pd.Series):
-        return tuple(values[0])
-    return tuple(values)
+    """The value set of ``isin`` / ``isnotin``: flattened, numpy scalars as Python values,
+    without duplicates and sorted where the values order, so that equal sets compare equal."""
+    flat = tuple(values[0]) if len(values) == 1 and isinstance(values[0], _COLLECTIONS) else tuple(values)
+    numbers = [v for v in flat if isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)]
+    if any(isinstance(v, np.uint64) or (isinstance(v, int) and v > _I64_MAX) for v in numbers) and any(
+            v < 0 for v in numbers):
+        raise UserInputException(
+            "E_INVALID_USER_ARGUMENT isin / isnotin values mix negative numbers with uint64 values, which have "
+            "no common type; give values that all fit int64, or all non-negative")
+    members = [_member(v) for v in flat]
+    try:
+        members = list(dict.fromkeys(members))
+        members.sort()
+    except TypeError:  # unhashable or unordered values: keep them as given
+        pass
+    return tuple(members)
 
 
 def col(name: str) -> ExpressionNode:

@@ -238,6 +238,10 @@ class Evaluator:
             )
         data = self.table.column(stored)
         if pa.types.is_dictionary(data.type):
+            if self.clause == "FilterClause":
+                raise UserInputException(
+                    f"E_INVALID_USER_ARGUMENT FilterClause: column {name!r} is categorical, which filters do not "
+                    "support (as in ArcticDB); convert it with .astype(str) before writing, or filter after reading")
             data = data.cast(data.type.value_type)
         mask = self.absent(name)
         if mask is not None:
@@ -325,6 +329,9 @@ class Evaluator:
 
     def _arith(self, op: str, a: Val, b: Val) -> Val:
         fn, name = _ARITH[op]
+        shifted = self._shift_time(op, a, b)
+        if shifted is not None:
+            return shifted
         # as in ArcticDB, timestamp columns take part in arithmetic as int64 nanoseconds
         if a.kind == "column" and category(a.data.type) == "ts":
             a = Val("column", _ts_array(a.data), a.text, a.absent)
@@ -343,6 +350,22 @@ class Evaluator:
         if a.kind == b.kind == "scalar":
             return Val("scalar", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)).as_py(), text)
         return Val("column", getattr(pc, fn)(_as_array(a, dt), _as_array(b, dt)), text, _either(a.absent, b.absent))
+
+    def _shift_time(self, op: str, a: Val, b: Val) -> Val | None:
+        """``timestamp +/- duration`` and ``duration + timestamp``: a timestamp column."""
+        ca, cb = self._operand_cat(a), self._operand_cat(b)
+        if not ((ca == "ts" and cb == "dur" and op in "+-") or (ca == "dur" and cb == "ts" and op == "+")):
+            return None
+        if a.kind == b.kind == "scalar":
+            return None
+        ts, dur = (a, b) if ca == "ts" else (b, a)
+        x = _ts_array(ts.data) if ts.kind == "column" else pa.scalar(ts_ns(ts.data), pa.int64())
+        if dur.kind == "column":
+            y: Any = dur.data.cast(pa.duration("ns")).cast(pa.int64())
+        else:
+            y = pa.scalar(int(pd.Timedelta(dur.data).value), pa.int64())
+        out = (pc.subtract if op == "-" else pc.add)(x, y).cast(pa.timestamp("ns"))
+        return Val("column", out, f"({a.text} {_ARITH[op][1]} {b.text})", _either(a.absent, b.absent))
 
     @staticmethod
     def _pow_dtype(a: Val, b: Val) -> np.dtype[Any]:

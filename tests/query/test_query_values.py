@@ -1,0 +1,84 @@
+"""QueryBuilder values as ArcticDB takes them: ``col == [..]`` is ``isin``, equal value sets
+make equal queries however they are written, sets mixing negative numbers with uint64 values are
+refused when the query is built, timestamps shift by durations, a regex must be a string, and a
+categorical column cannot be filtered."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arcticlite import Library, QueryBuilder
+from arcticlite.exceptions import UserInputException
+
+
+def _filtered(lib: Library, make) -> pd.DataFrame:
+    q = QueryBuilder()
+    return lib.read("s", query_builder=q[make(q)]).data
+
+
+@pytest.mark.parametrize("ts", [pd.Timestamp("2000-01-05"), dt.datetime(2000, 1, 5)])
+def test_equal_to_a_list_is_isin(lib: Library, ts) -> None:
+    df = pd.DataFrame({"a": pd.date_range("2000-01-01", periods=10)})
+    lib.write("s", df)
+    got = _filtered(lib, lambda q: q["a"] == [ts])
+    assert got["a"].tolist() == [pd.Timestamp("2000-01-05")]
+    got = _filtered(lib, lambda q: q["a"] != [ts, pd.Timestamp("2000-01-01")])
+    assert len(got) == 8
+
+
+def test_equal_value_sets_make_equal_queries() -> None:
+    values = [1, 2, 3, 1]
+    base = QueryBuilder()
+    base = base[base["a"].isin(values)]
+    for make in (lambda q: q["a"].isin(set(values)), lambda q: q["a"].isin(tuple(values)),
+                 lambda q: q["a"].isin(np.array(values)), lambda q: q["a"].isin(3, 2, 1),
+                 lambda q: q["a"] == values, lambda q: q["a"] == frozenset(values)):
+        q = QueryBuilder()
+        assert q[make(q)] == base
+    q1, q2 = QueryBuilder(), QueryBuilder()
+    assert q1[q1["a"].isnotin(values)] == q2[q2["a"] != values]
+    q3 = QueryBuilder()
+    assert q3[q3["a"].isin([1, 2])] != base
+
+
+@pytest.mark.parametrize("values", [[np.int64(-1), np.uint64(2**32)], [-1, 2**63], [-1.5, np.uint64(1)]])
+def test_negative_and_uint64_values_are_refused_when_built(values) -> None:
+    q = QueryBuilder()
+    with pytest.raises(UserInputException, match="uint64"):
+        q["a"].isnotin(values)
+
+
+def test_uint64_values_beyond_int64_still_match(lib: Library) -> None:
+    lib.write("s", pd.DataFrame({"a": np.array([1, 2**63 + 5], dtype=np.uint64)}))
+    assert _filtered(lib, lambda q: q["a"].isin([np.uint64(2**63 + 5), 7]))["a"].tolist() == [2**63 + 5]
+
+
+@pytest.mark.parametrize("td", [pd.Timedelta(1, "d"), dt.timedelta(days=1)])
+def test_timestamp_plus_duration(lib: Library, td) -> None:
+    df = pd.DataFrame({"a": pd.date_range("2000-01-01", periods=10)})
+    lib.write("s", df)
+    got = _filtered(lib, lambda q: (q["a"] + td) < pd.Timestamp("2000-01-05"))
+    assert got["a"].tolist() == list(pd.date_range("2000-01-01", periods=3))
+    got = _filtered(lib, lambda q: (q["a"] - td) >= dt.datetime(2000, 1, 9))
+    assert len(got) == 1
+    q = QueryBuilder()
+    q = q.apply("b", q["a"] + td)
+    assert lib.read("s", query_builder=q).data["b"].tolist() == list(pd.date_range("2000-01-02", periods=10))
+
+
+def test_regex_pattern_must_be_a_string() -> None:
+    q = QueryBuilder()
+    with pytest.raises(UserInputException, match="string pattern"):
+        q["b"].regex_match(1)
+
+
+def test_filtering_a_categorical_column_is_refused(lib: Library) -> None:
+    df = pd.DataFrame({"a": pd.Categorical(["hello", "hi", "hello"])})
+    lib.write("s", df)
+    with pytest.raises(UserInputException, match="categorical"):
+        _filtered(lib, lambda q: q["a"] == "hi")
+    assert lib.read("s").data["a"].tolist() == ["hello", "hi", "hello"]
