@@ -9,6 +9,7 @@ from arcticlite.library._lazy import (
     concat,
 )
 from arcticlite.library._library import Library
+from arcticlite.library._merge import MergeAction, MergeStrategy
 from arcticlite.library._options import (
     EncodingVersion,
     EnterpriseLibraryOptions,
@@ -57,6 +58,8 @@ __all__ = [
     "LazyDataFrameCollection",
     "Library",
     "LibraryOptions",
+    "MergeAction",
+    "MergeStrategy",
     "ModifiableEnterpriseLibraryOption",
     "ModifiableLibraryOption",
     "NameWithDType",

@@ -31,6 +31,7 @@ from arcticlite.exceptions import (
     NoDataFoundException,
     NoSuchVersionException,
     PermissionException,
+    SchemaException,
     StorageException,
     UnsortedDataException,
     UserInputException,
@@ -39,6 +40,15 @@ from arcticlite.index import EMPTY_ROOT, hex_digests
 from arcticlite.library import _batch as batch
 from arcticlite.library import _describe as describe
 from arcticlite.library._lazy import LazyDataFrame, LazyDataFrameCollection, concat
+from arcticlite.library._merge import (
+    DEFAULT_STRATEGY,
+    MergeStrategy,
+    check_strategy,
+    delete_spec,
+    merge_spec,
+    merge_strategy,
+    on_columns,
+)
 from arcticlite.library._names import check_symbol
 from arcticlite.library._options import EnterpriseLibraryOptions, LibraryOptions
 from arcticlite.library._resolve import resolve
@@ -71,6 +81,7 @@ from arcticlite.table import (
     CompactionPlan,
     Finalize,
     GcReport,
+    Merge,
     Operation,
     ReadExplain,
     ReplaceRange,
@@ -427,6 +438,121 @@ class Library:
         lo, hi = self._index_range(date_range)  # type: ignore[misc]
         self._apply(sym, ReplaceRange(self._table, sym, None, None, lo, hi, None, upsert=False, kind="delete_range"),
                     prune_previous_versions)
+
+    @_mutates
+    def merge_experimental(self, symbol: str, source: Any, strategy: MergeStrategy = DEFAULT_STRATEGY,
+                           on: list[str] | None = None, metadata: Any = None,
+                           prune_previous_versions: bool | None = None, upsert: bool = False,
+                           match_na: bool = False) -> VersionedItem:
+        """Merge ``source`` into the latest version of ``symbol`` by key (ArcticDB's
+        ``merge_experimental``); :meth:`merge` is the same call.
+
+        A source row matches a stored row when the datetime index (always, for a timeseries)
+        and every ``on`` column are equal. ``strategy`` says what happens:
+        ``matched="update"`` replaces the non-key columns of matched stored rows with the
+        source's (a stored row matched by several source rows is refused:
+        ``UserInputException``); ``not_matched_by_target="insert"`` adds source rows that
+        match nothing, after the stored rows of the same index value (at the end of a
+        row-numbered symbol), in source order. Valid strategies: ``("update", "insert")``
+        (default), ``("update", "do_nothing")``, ``("do_nothing", "insert")``; actions are
+        :class:`MergeAction` members or case-insensitive strings.
+
+        Parameters
+        ----------
+        symbol : str
+        source : pandas.DataFrame | pandas.Series
+            Same columns, order and dtypes as the stored data; a DatetimeIndex sorted ascending
+            for a timeseries. A symbol without a DatetimeIndex needs ``on``.
+        strategy : MergeStrategy
+        on : list of str, optional
+            Key columns besides the index (must not name the datetime index).
+        metadata : Any, optional
+            The new version's metadata (``None`` clears it, as ``update`` does).
+        prune_previous_versions : bool, optional
+        upsert : bool
+            Create the symbol from ``source`` when it does not exist (needs an inserting strategy).
+        match_na : bool
+            Missing key values (NaN, None, NaT) match each other instead of nothing.
+
+        Returns
+        -------
+        VersionedItem
+            The new version (always a new version, even when no row changed); no data.
+
+        Notes
+        -----
+        Copy-on-write: only the row groups holding rows the source can match are read and
+        written again; the others are reused. Dynamic-schema libraries are refused. Safe with
+        concurrent writers: on a lost race the merge is computed again on the new head.
+        """
+        sym = check_symbol(symbol)
+        strat = merge_strategy(strategy)
+        cols = on_columns(on)
+        meta_bytes = self._pickle_meta(metadata)
+        table, meta = self._merge_source(source, "merge")
+        spec = merge_spec(check_strategy(strat), cols, match_na)
+        op = Merge(self._table, sym, table, meta, spec, metadata=meta_bytes, upsert=upsert)
+        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+
+    @_mutates
+    def merge(self, symbol: str, source: Any, strategy: MergeStrategy = DEFAULT_STRATEGY,
+              on: list[str] | None = None, metadata: Any = None, prune_previous_versions: bool | None = None,
+              upsert: bool = False, match_na: bool = False) -> VersionedItem:
+        """Merge ``source`` into ``symbol`` by key: the same as :meth:`merge_experimental`."""
+        return self.merge_experimental(symbol, source, strategy=strategy, on=on, metadata=metadata,
+                                       prune_previous_versions=prune_previous_versions, upsert=upsert,
+                                       match_na=match_na)
+
+    @_mutates
+    def delete_rows(self, symbol: str, keys: Any, on: list[str] | None = None, match_na: bool = False,
+                    prune_previous_versions: bool | None = None) -> VersionedItem:
+        """Delete the stored rows whose key equals a row of ``keys`` (a new version).
+
+        The key is the datetime index (for a timeseries, always) and the ``on`` columns,
+        matched as :meth:`merge` matches them. Every stored row matching any key row is
+        deleted; key rows matching nothing are ignored.
+
+        Parameters
+        ----------
+        symbol : str
+        keys : pandas.DataFrame | pandas.Series
+            For a timeseries, a DatetimeIndex (any order) and the ``on`` columns; for a
+            row-numbered symbol, the ``on`` columns. Other columns are ignored. Key columns
+            must have the stored dtypes.
+        on : list of str, optional
+            Key columns besides the index; required for a symbol without a DatetimeIndex.
+        match_na : bool
+            Missing key values (NaN, None, NaT) match each other instead of nothing.
+        prune_previous_versions : bool, optional
+
+        Returns
+        -------
+        VersionedItem
+            The new version (created even when no row matched); its metadata is kept.
+        """
+        sym = check_symbol(symbol)
+        cols = on_columns(on)
+        table, meta = self._merge_source(keys, "delete_rows", sort=True)
+        op = Merge(self._table, sym, table, meta, delete_spec(cols, match_na), metadata=None, keep_metadata=True,
+                   what="delete rows")
+        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+
+    def _merge_source(self, source: Any, call: str, *, sort: bool = False) -> tuple[pa.Table, norm.NormMeta]:
+        if isinstance(source, np.ndarray):
+            raise SchemaException(f"E_OPERATION_NOT_SUPPORTED_WITH_NUMPY_ARRAY {call} takes a DataFrame or Series "
+                                  "with the stored columns, not a numpy array")
+        table, meta = self._normalize(source)
+        if meta.index_kind == "datetime" and table.num_rows:
+            idx = table.column(0)
+            if sort and not idx.null_count and norm.sortedness(table, meta) != "ASCENDING":
+                order = np.argsort(idx.cast(pa.int64()).to_numpy(), kind="stable")
+                table = table.take(pa.array(order))
+            if idx.null_count or norm.sortedness(table, meta) != "ASCENDING":
+                raise UnsortedDataException(
+                    f"E_UNSORTED_DATA If the source data is timeseries indexed it must be sorted in ascending order: "
+                    f"the {call} source's index is not" + (f" (it holds {idx.null_count} NaT)" if idx.null_count else "")
+                    + "; sort it (source.sort_index()) and drop NaT rows")
+        return table, meta
 
     @_mutates
     def write_metadata(self, symbol: str, metadata: Any, prune_previous_versions: bool | None = None) -> VersionedItem:

@@ -2,7 +2,7 @@
 
 :class:`TableEngine` plans and executes reads (one pipeline for every read path: ``_read``),
 writes segments, and commits named operations (``_ops``: :class:`Write`, :class:`Append`,
-:class:`ReplaceRange`, :class:`Finalize`, :class:`Compact`, ...) that turn a head version
+:class:`ReplaceRange`, :class:`Merge`, :class:`Finalize`, :class:`Compact`, ...) that turn a head version
 into the next one under one rebase loop (:meth:`TableEngine.apply`). :class:`ScanPlan` /
 :class:`ScanTask` and staging are its public scan / stage API (docs/scan.md), on which the
 Spark connector builds. Knows Arrow tables and normalization metadata, not the ArcticDB API.
@@ -21,6 +21,7 @@ from arcticlite.table._compact import rewrite as rewrite_compaction
 from arcticlite.table._engine import TableEngine, TableOptions
 from arcticlite.table._gc import DEFAULT_GRACE_SECONDS, GcReport, cleanup
 from arcticlite.table._gc import gc as collect_garbage
+from arcticlite.table._merge import Merge, MergeSpec
 from arcticlite.table._ops import (
     Append,
     Compact,
@@ -75,6 +76,8 @@ __all__ = [
     "Finalize",
     "GcReport",
     "Layout",
+    "Merge",
+    "MergeSpec",
     "Operation",
     "Pools",
     "ReadExplain",
