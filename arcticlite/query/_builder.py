@@ -413,6 +413,16 @@ class QueryBuilder:
     def __repr__(self) -> str:
         return " | ".join(f"{n.upper()}({a!r})" for n, a in self.clauses) or "QueryBuilder()"
 
+    def __str__(self) -> str:
+        """The clauses as ArcticDB prints them: ``WHERE (Column["a"] GT Val(UINT8:3)) | ...``."""
+        from arcticlite.query._text import query_text
+
+        return query_text(self.clauses)
+
+    def __setitem__(self, name: str, expr: Any) -> None:
+        """``q["new"] = expr`` is ``q.apply("new", expr)`` (in place, as in ArcticDB)."""
+        self.apply(name, expr)
+
 
 def _int(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, int | np.integer):
