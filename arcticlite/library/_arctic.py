@@ -23,7 +23,7 @@ from arcticlite.library._options import (
     ModifiableLibraryOption,
 )
 from arcticlite.library._types import string_format_name
-from arcticlite.storage import KVStore
+from arcticlite.storage import KVStore, redact
 from arcticlite.version import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
 
 MAX_LIBRARY_NAME = 255
@@ -42,6 +42,29 @@ def _reconnect(uri: str, token: str, output_format: Any, string_format: Any, rea
     return ac
 
 
+_ARCTICDB_CONFIG = "_arctic_cfg/cref/"
+"""Where ArcticDB keeps its library configurations, at the root of a bucket (or path prefix)."""
+
+
+def _arcticdb_refusal(where: str, uri: str) -> UserInputException:
+    return UserInputException(
+        f"{where} holds a store written by ArcticDB, whose format arcticlite does not read. "
+        "Copy it into an arcticlite store through an installed arcticdb: "
+        f"arcticlite import-arcticdb {uri} <new arcticlite URI> "
+        "(or arcticlite.migrate.import_arcticdb); see docs/compatibility.md"
+    )
+
+
+def _refuse_arcticdb_bucket(store: KVStore, uri: str) -> None:
+    """An S3 bucket (or path prefix) where ArcticDB wrote its libraries and arcticlite has none
+    would look empty: refuse it the same way (one listing; opening still only reads)."""
+    if next(iter(store.list_keys(_ARCTICDB_CONFIG)), None) is None:
+        return
+    if next(iter(store.list_keys(REGISTRY_PREFIX)), None) is not None:
+        return  # an arcticlite store that also holds ArcticDB's configuration: arcticlite's to open
+    raise _arcticdb_refusal("this bucket", redact(uri))
+
+
 def _refuse_arcticdb_store(uri: Any) -> None:
     """A folder ArcticDB wrote (one LMDB environment per library, and ``_arctic_cfg``) would
     look empty to arcticlite: say what it is and how to move it instead."""
@@ -52,12 +75,7 @@ def _refuse_arcticdb_store(uri: Any) -> None:
     parsed = parse_uri(uri) if isinstance(uri, str) else None
     if isinstance(parsed, LmdbUri) and os.path.isfile(os.path.join(parsed.path, "_arctic_cfg", "data.mdb")) \
             and not os.path.exists(os.path.join(parsed.path, "data.mdb")):
-        raise UserInputException(
-            f"{parsed.path!r} holds a store written by ArcticDB, whose format arcticlite does not read. "
-            "Copy it into an arcticlite store through an installed arcticdb: "
-            f"arcticlite import-arcticdb {uri} lmdb://<new folder> "
-            "(or arcticlite.migrate.import_arcticdb); see docs/compatibility.md"
-        )
+        raise _arcticdb_refusal(repr(parsed.path), str(uri))
 
 
 #: Escaped library names whose key prefix the store's own records use.
@@ -119,6 +137,8 @@ class Arctic:
         if store is None:
             _refuse_arcticdb_store(uri)
         self._store = store if store is not None else open_store(uri, read_only=self._read_only)
+        if store is None and isinstance(uri, str) and uri.startswith("s3"):
+            _refuse_arcticdb_bucket(self._store, uri)
         self._output_format = output_format
         self._string_format = string_format_name(arrow_string_format_default)
         self._token = uuid.uuid4().hex
