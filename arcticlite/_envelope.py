@@ -16,18 +16,34 @@ LMDB does not checksum values, so every value carries its own xxh3 checksum::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import xxhash
 
 from arcticlite.exceptions import (
     ChecksumError,
+    CorruptDataError,
     FormatEOFError,
     InvalidFileError,
     UnsupportedVersionError,
 )
+
+
+@contextlib.contextmanager
+def naming_key(key: str) -> Iterator[None]:
+    """A :class:`CorruptDataError` raised inside names the storage key of the bytes, so that an
+    operator can find and restore them."""
+    try:
+        yield
+    except CorruptDataError as exc:
+        if key in str(exc):
+            raise
+        raise type(exc)(f"{exc} (storage key {key!r})") from exc
+
 
 MAGIC = b"ALv1"
 FORMAT_VERSION = 1

@@ -114,7 +114,9 @@ class TableIndexIO:
         read_node: Callable[[str], bytes | memoryview],
         write_nodes: Callable[[dict[str, bytes]], None],
         read_nodes: Callable[[Sequence[str]], list[bytes | memoryview]] | None = None,
+        key_of: Callable[[str], str] | None = None,
     ) -> None:
+        self._key_of = key_of or (lambda digest: f"index node {digest}")
         self._read = read_node
         self._read_many = read_nodes or (lambda ds: [read_node(d) for d in ds])
         self._write = write_nodes
@@ -134,10 +136,17 @@ class TableIndexIO:
             raise CorruptDataError("table index node size does not match its row count")
         return int(header["level"]), np.frombuffer(blob, dtype=ROW_DTYPE)
 
+    def _node(self, data: bytes | memoryview, digest: str) -> tuple[int, np.ndarray]:
+        """:meth:`_decode`; a corrupt node's error names its storage key."""
+        try:
+            return self._decode(data)
+        except CorruptDataError as exc:
+            raise type(exc)(f"{exc} (storage key {self._key_of(digest)!r})") from exc
+
     def load(self, digest: str) -> tuple[int, np.ndarray]:
         hit = self._memo.get(digest)
         if hit is None:
-            hit = self._decode(self._read(digest))
+            hit = self._node(self._read(digest), digest)
             if len(self._memo) >= _MEMO_NODES:
                 self._memo.clear()
             self._memo[digest] = hit
@@ -243,7 +252,7 @@ class TableIndexIO:
             return EMPTY
         frontier = [root.digest]
         for _level in range(root.height):
-            nodes = [self._decode(b)[1] for b in self._read_many(frontier)]
+            nodes = [self._node(b, d)[1] for b, d in zip(self._read_many(frontier), frontier, strict=True)]
             rows = np.concatenate(nodes) if len(nodes) > 1 else nodes[0]
             mask = np.ones(len(rows), dtype=bool)
             if row_range is not None:
@@ -290,10 +299,10 @@ class TableIndexIO:
             seen.update(frontier)
             nodes.update(frontier)
             nxt: list[str] = []
-            for data in self._read_present(frontier):
+            for data, digest in zip(self._read_present(frontier), frontier, strict=True):
                 if data is None:  # already removed by an earlier clean-up
                     continue
-                level, rows = self._decode(data)
+                level, rows = self._node(data, digest)
                 digests = hex_digests(rows)
                 if level == 0:
                     segments.update(digests)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pickle
-import re
 from collections.abc import Callable
 from types import EllipsisType
 from typing import Any, TypeVar, cast
@@ -25,6 +24,7 @@ from arcticlite.exceptions import (
     ArcticException,
     ArcticInvalidApiUsageException,
     CommitStateUnknownError,
+    CorruptDataError,
     InternalException,
     KeyNotFoundException,
     MissingKeysInStageResultsError,
@@ -37,6 +37,7 @@ from arcticlite.exceptions import (
     UserInputException,
 )
 from arcticlite.index import EMPTY_ROOT, hex_digests
+from arcticlite.library import _args as args
 from arcticlite.library import _batch as batch
 from arcticlite.library import _describe as describe
 from arcticlite.library._lazy import LazyDataFrame, LazyDataFrameCollection, concat
@@ -70,7 +71,6 @@ from arcticlite.library._types import (
     WritePayload,
     string_format_name,
 )
-from arcticlite.normalize import to_ns_bound
 from arcticlite.query import QueryBuilder
 from arcticlite.storage import KVStore
 from arcticlite.table import (
@@ -301,7 +301,17 @@ class Library:
     def _index_range(self, date_range: Any) -> tuple[int, int] | None:
         if date_range is None:
             return None
-        return to_ns_bound(date_range[0], low=True), to_ns_bound(date_range[1], low=False)
+        return args.date_bounds(date_range)
+
+    def _checked_range(self, date_range: Any, op: str) -> tuple[int, int]:
+        """The bounds of a date_range that changes data: a range ending before it starts is
+        refused (it would commit a version that changes nothing)."""
+        lo, hi = self._index_range(date_range)  # type: ignore[misc]
+        if lo > hi:
+            raise UserInputException(
+                f"{op}: date_range {tuple(date_range)!r} ends before it starts; give (start, end) with "
+                "start <= end (None for an open end). Nothing was written")
+        return lo, hi
 
     def _worker_uri(self) -> str:
         """The URI tasks run elsewhere open the store with (its credentials included)."""
@@ -366,7 +376,11 @@ class Library:
                      staged: bool = False, recursive_normalizers: bool | None = None) -> VersionedItem:
         """Write any picklable object as a new version of ``symbol``."""
         sym = check_symbol(symbol)
-        body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
+            raise UserInputException(f"data of type {type(data).__name__} cannot be stored: it does not pickle "
+                                     f"({exc})") from None
         op = WritePickled(self._table, sym, body, self._pickle_meta(metadata))
         return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
 
@@ -417,7 +431,7 @@ class Library:
         idx = (table.column(0).cast(pa.int64()).to_numpy() if table.num_rows and meta.index_columns
                else np.zeros(0, np.int64))
         if date_range is not None:
-            lo, hi = self._index_range(date_range)  # type: ignore[misc]
+            lo, hi = self._checked_range(date_range, "update")
             a, b = np.searchsorted(idx, lo, "left"), np.searchsorted(idx, hi, "right")
             table = table.slice(int(a), max(0, int(b) - int(a)))
         elif len(idx):
@@ -435,7 +449,7 @@ class Library:
         sym = check_symbol(symbol)
         if date_range is None:
             raise ArcticInvalidApiUsageException("delete_data_in_range needs a date_range")
-        lo, hi = self._index_range(date_range)  # type: ignore[misc]
+        lo, hi = self._checked_range(date_range, "delete_data_in_range")
         self._apply(sym, ReplaceRange(self._table, sym, None, None, lo, hi, None, upsert=False, kind="delete_range"),
                     prune_previous_versions)
 
@@ -542,7 +556,8 @@ class Library:
             raise SchemaException(f"E_OPERATION_NOT_SUPPORTED_WITH_NUMPY_ARRAY {call} takes a DataFrame or Series "
                                   "with the stored columns, not a numpy array")
         table, meta = self._normalize(source)
-        if meta.index_kind == "datetime" and table.num_rows:
+        by_time = meta.index_kind == "datetime" or (meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",))
+        if by_time and table.num_rows:
             idx = table.column(0)
             if sort and not idx.null_count and norm.sortedness(table, meta) != "ASCENDING":
                 order = np.argsort(idx.cast(pa.int64()).to_numpy(), kind="stable")
@@ -598,7 +613,15 @@ class Library:
         cols = None if per_column is None else {str(k): string_format_name(v) or name for k, v in per_column.items()}
         return name, cols
 
-    def _read_data(self, sym: str, rec: VersionRecord, *, date_range: Any = None,
+    def _read_data(self, sym: str, rec: VersionRecord, **kw: Any) -> Any:
+        """:meth:`_read_version`; a corrupt-data error names the symbol and version too."""
+        try:
+            return self._read_version(sym, rec, **kw)
+        except CorruptDataError as exc:
+            raise type(exc)(f"symbol {sym!r} version {rec.vid} of library {self._name!r}: {exc}; restore the "
+                            "key from a backup, or delete the version") from exc
+
+    def _read_version(self, sym: str, rec: VersionRecord, *, date_range: Any = None,
                    row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,
                    output_format: Any = None, query_builder: Any = None,
                    strings: tuple[str, dict[str, str] | None] = ("UNSPECIFIED", None)) -> Any:
@@ -614,7 +637,7 @@ class Library:
             leaf = self._table.index(sym).leaves(rec.index)
             return unpickle(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])), allow_pickle=self._allow_pickle,
                             what=f"the data of symbol {sym!r} version {rec.vid} (written by write_pickle)")
-        plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
+        plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=args.row_range(row_range),
                                 columns=columns, query_builder=query_builder)
         return self._table.read(plan, self._output(output_format), strings=strings)
 
@@ -628,7 +651,7 @@ class Library:
         rec = self._resolve(sym, as_of)
         if rec.pickled:
             raise InternalException(f"E_RUNTIME_ERROR Cannot explain a read of pickled data of symbol {sym!r}")
-        return self._table.explain(rec, date_range=self._index_range(date_range), row_range=row_range,
+        return self._table.explain(rec, date_range=self._index_range(date_range), row_range=args.row_range(row_range),
                                    columns=columns, query_builder=query_builder)
 
     def scan(self, symbol: str, as_of: Any = None, date_range: tuple[Any, Any] | None = None,
@@ -683,7 +706,7 @@ class Library:
         if rec.pickled:
             raise UserInputException(
                 f"symbol {sym!r} version {rec.vid} holds pickled data, which has no columns to scan; use read()")
-        read = self._table.plan(rec, date_range=self._index_range(date_range), row_range=row_range,
+        read = self._table.plan(rec, date_range=self._index_range(date_range), row_range=args.row_range(row_range),
                                 columns=columns, query_builder=query_builder)
         check_scannable(read)
         uri = self._worker_uri()
@@ -699,6 +722,7 @@ class Library:
                                                    output_format=output_format)).head(n)
         rec = self._resolve(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
+        n = args.count(n, "n")
         rr = (0, n) if n >= 0 else (0, max(0, total + n))
         return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns,
                                                     output_format=output_format))
@@ -712,6 +736,7 @@ class Library:
                                                    output_format=output_format)).tail(n)
         rec = self._resolve(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
+        n = args.count(n, "n")
         rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)
         return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns,
                                                     output_format=output_format))
@@ -763,7 +788,7 @@ class Library:
                 return
             chosen = None
         else:
-            chosen = [int(v) for v in ([versions] if isinstance(versions, int | np.integer) else list(versions))]
+            chosen = args.versions(versions)
             if not chosen:
                 return
         killed: set[int] = set()
@@ -903,7 +928,7 @@ class Library:
         """What :meth:`compact_data` would rewrite, without writing anything."""
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
-        return plan_compaction(self._table, head, self._engine.live_from_head(sym, head), sym, rows_per_segment)[0]
+        return plan_compaction(self._table, head, self._engine.live_from_head(sym, head), sym, args.positive(rows_per_segment, "rows_per_segment"))[0]
 
     def is_symbol_fragmented(self, symbol: str, segment_size: int | None = None) -> bool:
         """Whether compaction would remove at least 100 segments (ArcticDB's rule)."""
@@ -930,7 +955,7 @@ class Library:
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         base = self._engine.live_from_head(sym, head)
-        plan, leaves = plan_compaction(self._table, head, base, sym, rows_per_segment)
+        plan, leaves = plan_compaction(self._table, head, base, sym, args.positive(rows_per_segment, "rows_per_segment"))
         assert base is not None
         if not plan.runs:
             return self._item(sym, base)
@@ -946,7 +971,7 @@ class Library:
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         base = self._engine.live_from_head(sym, head)
-        plan, leaves = plan_compaction(self._table, head, base, sym, rows_per_segment)
+        plan, leaves = plan_compaction(self._table, head, base, sym, args.positive(rows_per_segment, "rows_per_segment"))
         assert base is not None
         uri = self._worker_uri()
         return CompactionJob(sym, plan, compaction_tasks(self._table, uri, self._name, sym, base, plan, leaves),
@@ -984,7 +1009,8 @@ class Library:
         """
         if not dry_run and self._read_only:
             self._refuse_write("gc")
-        return collect_garbage(self._table, self._engine, self._snapshots, grace_period, dry_run)
+        return collect_garbage(self._table, self._engine, self._snapshots, args.seconds(grace_period, "grace_period"),
+                               dry_run)
 
     # -- symbols, versions, snapshots -----------------------------------------------------------
     def list_symbols(self, snapshot_name: str | None = None, regex: str | None = None) -> list[str]:
@@ -996,8 +1022,8 @@ class Library:
         else:
             syms = self._symbol_list.symbols()
         if regex is not None:
-            pat = re.compile(regex)
-            syms = [s for s in syms if pat.search(s)]
+            pat = args.regex(regex)
+            syms = [s for s in syms if pat is not None and pat.search(s)]
         return syms
 
     @_mutates
@@ -1145,7 +1171,7 @@ class Library:
     def write_batch(self, payloads: list[WritePayload], prune_previous_versions: bool | None = None,
                     validate_index: bool = True) -> list[VersionedItem | DataError]:
         """Write many symbols; parallel where the store benefits."""
-        batch.check_unique([p.symbol for p in payloads], "write_batch")
+        batch.check_unique(args.payloads(payloads, WritePayload, "write_batch"), "write_batch")
         batch.check_payload_data(payloads)
         return self._run_batch(payloads, lambda p: self.write(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
@@ -1155,7 +1181,7 @@ class Library:
     def write_pickle_batch(self, payloads: list[WritePayload],
                            prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """Write many symbols' objects pickled."""
-        batch.check_unique([p.symbol for p in payloads], "write_pickle_batch")
+        batch.check_unique(args.payloads(payloads, WritePayload, "write_pickle_batch"), "write_pickle_batch")
         return self._run_batch(payloads, lambda p: self.write_pickle(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions),
             lambda p: p.symbol)
@@ -1164,7 +1190,7 @@ class Library:
     def append_batch(self, append_payloads: list[WritePayload], prune_previous_versions: bool | None = None,
                      validate_index: bool = True, compact_data: bool = False) -> list[VersionedItem | DataError]:
         """Append to many symbols."""
-        batch.check_unique([p.symbol for p in append_payloads], "append_batch")
+        batch.check_unique(args.payloads(append_payloads, WritePayload, "append_batch"), "append_batch")
         batch.check_payload_data(append_payloads)
         return self._run_batch(append_payloads, lambda p: self.append(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
@@ -1174,7 +1200,7 @@ class Library:
     def update_batch(self, update_payloads: list[UpdatePayload], upsert: bool = False,
                      prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """Update many symbols."""
-        batch.check_unique([p.symbol for p in update_payloads], "update_batch")
+        batch.check_unique(args.payloads(update_payloads, UpdatePayload, "update_batch"), "update_batch")
         batch.check_payload_data(update_payloads)
         return self._run_batch(update_payloads, lambda p: self.update(
             p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
@@ -1184,7 +1210,7 @@ class Library:
     def write_metadata_batch(self, write_metadata_payloads: list[WriteMetadataPayload],
                              prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """New metadata for many symbols."""
-        batch.check_unique([p.symbol for p in write_metadata_payloads], "write_metadata_batch")
+        batch.check_unique(args.payloads(write_metadata_payloads, WriteMetadataPayload, "write_metadata_batch"), "write_metadata_batch")
         return self._run_batch(write_metadata_payloads, lambda p: self.write_metadata(
             p.symbol, p.metadata, prune_previous_versions=prune_previous_versions), lambda p: p.symbol)
 

@@ -35,6 +35,7 @@ from arcticlite.exceptions import (
     PermissionException,
     StorageException,
     StorageUnavailableError,
+    UserInputException,
 )
 from arcticlite.storage._base import Buffer, KVStore
 from arcticlite.storage._retry import RetryPolicy
@@ -61,6 +62,7 @@ _RETRY_CODES = frozenset(
         "OperationAborted",
     }
 )
+_MAX_KEY_BYTES = 1024
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _DENIED_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
 
@@ -224,7 +226,12 @@ class S3Store(KVStore):
         return pool
 
     def _path(self, key: str) -> str:
-        return self._root + key
+        path = self._root + key
+        if len(path.encode()) > _MAX_KEY_BYTES:
+            raise UserInputException(
+                f"key {path[:80]!r}... is {len(path.encode())} bytes; S3 allows {_MAX_KEY_BYTES} "
+                f"(the path_prefix {self.prefix!r} takes {len(self._root)}): use a shorter prefix or names")
+        return path
 
     @staticmethod
     def _error_code(exc: Any) -> tuple[str, int]:

@@ -36,6 +36,7 @@ import pandas as pd
 import pyarrow as pa
 
 from arcticlite import format as fermion
+from arcticlite._envelope import naming_key
 from arcticlite.index import hex_digests
 from arcticlite.storage import KVStore
 from arcticlite.table._pools import Pools, shared
@@ -138,6 +139,11 @@ class _Job:
 
 
 def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
+    with naming_key(job.key):
+        _decode_job(src, job, blocks, parallel)
+
+
+def _decode_job(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
     reader = fermion.FermionReader(src, parallel=parallel)
     try:
         n = job.hi - job.lo

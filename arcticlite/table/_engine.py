@@ -110,7 +110,8 @@ class TableEngine:
         def read_nodes(ds: Any) -> Any:
             return store.read_many([keys.tindex(sym, d) for d in ds])
 
-        return TableIndexIO(read_node=read_node, write_nodes=write_nodes, read_nodes=read_nodes)
+        return TableIndexIO(read_node=read_node, write_nodes=write_nodes, read_nodes=read_nodes,
+                            key_of=lambda d: keys.tindex(sym, d))
 
     def layout(self, meta: norm.NormMeta) -> Layout:
         """How a table normalized as ``meta`` is cut into segments."""

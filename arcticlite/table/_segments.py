@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite import format as fermion
+from arcticlite._envelope import naming_key
 from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
 from arcticlite.query import absent_name
 from arcticlite.storage import KVStore
@@ -419,14 +420,15 @@ class _Job:
 def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
             index_range: tuple[int, int] | None, parallel: bool,
             stats: FetchStats | None = None) -> pa.Table:
-    reader = fermion.FermionReader(src, parallel=parallel)
-    try:
-        out = _decode_with(reader, job, dynamic=dynamic, index_name=index_name, index_range=index_range)
-        if stats is not None:
-            stats.add(reader, [c for c in job.cols if c != index_name] or job.cols, job)
-        return out
-    finally:
-        reader.close()
+    with naming_key(job.key):
+        reader = fermion.FermionReader(src, parallel=parallel)
+        try:
+            out = _decode_with(reader, job, dynamic=dynamic, index_name=index_name, index_range=index_range)
+            if stats is not None:
+                stats.add(reader, [c for c in job.cols if c != index_name] or job.cols, job)
+            return out
+        finally:
+            reader.close()
 
 
 def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, index_name: str | None,

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from arcticlite._envelope import naming_key
 from arcticlite.exceptions import (
     AmbiguousWriteError,
     CommitConflictError,
@@ -56,11 +57,16 @@ class VersionEngine:
         if raw is None:
             return None, None
         raw = bytes(raw)
-        return raw, parse_ref(raw)
+        with naming_key(self.keys.ref(sym)):
+            return raw, parse_ref(raw)
 
     def read_record(self, sym: str, seq: int) -> VersionRecord | None:
-        raw = self.store.read_if_exists(self.keys.version(sym, seq))
-        return None if raw is None else VersionRecord.from_bytes(raw)
+        key = self.keys.version(sym, seq)
+        raw = self.store.read_if_exists(key)
+        if raw is None:
+            return None
+        with naming_key(key):
+            return VersionRecord.from_bytes(raw)
 
     def head(self, sym: str) -> VersionRecord | None:
         """The newest record of ``sym`` (live or tombstone), or ``None`` if never written."""
@@ -154,9 +160,11 @@ class VersionEngine:
         while seq >= 0:
             lo = max(0, seq - 255)
             keys = [self.keys.version(sym, s) for s in range(seq, lo - 1, -1)]
-            for raw in self._read_many_present(keys):
+            for key, raw in zip(keys, self._read_many_present(keys), strict=True):
                 if raw is not None:
-                    yield VersionRecord.from_bytes(raw)
+                    with naming_key(key):
+                        rec = VersionRecord.from_bytes(raw)
+                    yield rec
             seq = lo - 1
 
     def _read_many_present(self, keys: list[str]) -> list[Any]:

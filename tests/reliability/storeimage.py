@@ -29,9 +29,12 @@ class StoreImage:
             values = {k: bytes(v) for k, v in zip(keys, store.read_many(keys), strict=True)}
         return cls(values, digest)
 
-    def assert_same(self, after: StoreImage) -> None:
-        added = sorted(after.values.keys() - self.values.keys())
-        removed = sorted(self.values.keys() - after.values.keys())
-        changed = sorted(k for k in self.values.keys() & after.values.keys() if self.values[k] != after.values[k])
+    def assert_same(self, before: StoreImage, *, untouched: bool = False) -> None:
+        """``after.assert_same(before)``: same keys and values; with ``untouched``, also no committed LMDB write transaction
+        (a refused operation that wrote segments and removed them again fails that)."""
+        added = sorted(self.values.keys() - before.values.keys())
+        removed = sorted(before.values.keys() - self.values.keys())
+        changed = sorted(k for k in self.values.keys() & before.values.keys() if self.values[k] != before.values[k])
         assert not (added or removed or changed), f"store changed: added {added}, removed {removed}, changed {changed}"
-        assert self.data_file == after.data_file, "LMDB data file changed (a write transaction was committed)"
+        if untouched:
+            assert self.data_file == before.data_file, "LMDB data file changed (a write transaction was committed)"
