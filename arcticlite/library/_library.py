@@ -957,10 +957,10 @@ class Library:
         base = self._engine.live_from_head(sym, head)
         plan, leaves = plan_compaction(self._table, head, base, sym, args.positive(rows_per_segment, "rows_per_segment"))
         assert base is not None
-        if not plan.runs:
-            return self._item(sym, base)
+        if not plan.runs:  # ArcticDB's item of a compaction carries no data and no metadata
+            return self._item(sym, base, metadata=None)
         op = rewrite_compaction(self._table, sym, base, plan, leaves)
-        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+        return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=None)
 
     @_mutates
     def compact_data_tasks(self, symbol: str, rows_per_segment: int | None = None) -> CompactionJob:
@@ -988,10 +988,10 @@ class Library:
         if base is None or not base.is_data:
             raise NoSuchVersionException(f"E_NO_SUCH_VERSION: the version compaction planned for {sym!r} is gone")
         if not job.tasks:
-            return self._item(sym, base)
+            return self._item(sym, base, metadata=None)
         leaves = self._table.index(sym).leaves(base.index or EMPTY_ROOT)
         op = commit_op(self._table, sym, base, job.plan, leaves, list(results))
-        return self._item(sym, self._apply(sym, op, prune_previous_versions))
+        return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=None)
 
     def gc(self, grace_period: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
         """Delete data segments and index nodes that nothing can reach.

@@ -179,3 +179,17 @@ def test_small_appends_are_row_slices_of_their_own(lib: adb.Library, sizes: list
     tail = df.index[-2:]
     pd.testing.assert_frame_equal(lib.read("s", date_range=(tail[0], tail[1])).data, df.loc[tail[0]:tail[1]],
                                   check_freq=False)
+
+
+def test_compaction_keeps_metadata_and_returns_an_item_without_it(uri: str) -> None:
+    # the metadata stays with the symbol; the item, as ArcticDB's, carries neither data nor
+    # metadata (so a library that refuses pickles can compact a symbol whose metadata is one)
+    ac = adb.Arctic(uri)
+    lib = ac.get_library("c", create_if_missing=True)
+    _appended(lib, [1, 1, 1, 1, 1, 1])
+    lib.write_metadata("s", {"when": pd.Timestamp("2024-01-01")})
+    strict = ac.get_library("c", allow_pickle=False)
+    item = strict.compact_data("s", 4)
+    assert item.version == 7 and item.metadata is None and item.data is None
+    assert strict.compact_data("s", 4).metadata is None  # nothing to do: the same item
+    assert lib.read_metadata("s").metadata == {"when": pd.Timestamp("2024-01-01")}
