@@ -35,7 +35,14 @@ from arcticlite.exceptions import (
     UserInputException,
 )
 from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, shifted
-from arcticlite.table._ops import Operation, TableEngine, data_record, describe_types, index_bounds
+from arcticlite.table._ops import (
+    Operation,
+    TableEngine,
+    _with_time_bounds,
+    data_record,
+    describe_types,
+    index_bounds,
+)
 from arcticlite.table._read import meta_of, schema_of
 from arcticlite.table._segments import read_segments, write_segments
 from arcticlite.version import VersionRecord
@@ -306,11 +313,11 @@ class Merge(Operation):
             raise SchemaException(f"E_DESCRIPTOR_MISMATCH Cannot {self.what} into {sym!r}: it holds pickled data, "
                                   "not a table; write a DataFrame first")
         bmeta, bschema = meta_of(base), schema_of(base)
-        if "multi" in (bmeta.index_kind, meta.index_kind):
+        if any(m.index_kind == "multi" and not by_time(m) for m in (bmeta, meta)):
             raise UserInputException(
-                f"E_INVALID_USER_ARGUMENT Cannot {self.what} into {sym!r}: a MultiIndex is not supported by a keyed "
-                "merge yet; reset the extra index levels into columns and name them in 'on'")
-        is_dt = bmeta.index_kind == "datetime"
+                f"E_INVALID_USER_ARGUMENT Cannot {self.what} into {sym!r}: a MultiIndex is merged by its first level, "
+                "which must be a DatetimeIndex; reset the index levels into columns and name them in 'on'")
+        is_dt = by_time(bmeta)
         if is_dt and base.sorted not in ("ASCENDING",) and (base.index.rows if base.index else 0) > 1:
             raise UserInputException(
                 f"E_INVALID_USER_ARGUMENT Cannot {self.what} into {sym!r}: its stored index is not sorted "
@@ -385,7 +392,7 @@ class Merge(Operation):
         if base.seq not in self._built:
             self._built = {base.seq: self._rows(base, bmeta, bschema, keys)}
         rows, _ = self._built[base.seq]
-        is_dt = bmeta.index_kind == "datetime"
+        is_dt = bmeta.index_kind == "datetime"  # a MultiIndex keeps no first / last
         return data_record(
             "update", head, seq, index=index.build(rows), meta=bmeta, schema=bschema,
             first=int(rows["min_index"].min()) if is_dt and len(rows) else None,
@@ -408,10 +415,13 @@ class Merge(Operation):
         """The leaf rows of the merged version, and the number of row groups rewritten."""
         e, sym, spec = self.engine, self.sym, self.spec
         n_index = len(bmeta.index_columns)
-        is_dt = bmeta.index_kind == "datetime"
+        is_dt = by_time(bmeta)
+        multi = bmeta.index_kind == "multi"
         source = self.table.select(keys) if not spec.full_schema else self.table
         source = source.cast(pa.schema([bschema.field(n) for n in source.column_names]))
         leaves = e.index(sym).leaves(base.index or EMPTY_ROOT)
+        if multi:  # MultiIndex leaves carry row numbers: plan with their first level's bounds
+            leaves = _with_time_bounds(e, sym, leaves, bmeta.index_columns[0])
         layout = e.layout(bmeta)
         gstart, gend, gmin, gmax = row_groups(leaves) if len(leaves) else (np.zeros(0, np.int64),) * 4
         data_names = bschema.names[n_index:]
@@ -471,7 +481,17 @@ class Merge(Operation):
             cursor_g = max(cursor_g, g1)
         pieces.append(group_leaves(cursor_g, len(gstart)))
         pieces.append(tail)
-        return _concat_pieces(pieces, is_dt), len(replaced)
+        rows = _concat_pieces(pieces, is_dt)
+        if multi:  # back to row numbers, as every MultiIndex leaf holds
+            rows["min_index"] = rows["start_row"]
+            rows["max_index"] = rows["end_row"].astype(np.int64) - 1
+        return rows, len(replaced)
+
+
+def by_time(meta: norm.NormMeta) -> bool:
+    """Whether rows of ``meta`` are ordered and matched by a datetime index (a DatetimeIndex,
+    or a MultiIndex whose first level is one)."""
+    return meta.index_kind == "datetime" or (meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",))
 
 
 def _concat_pieces(pieces: list[np.ndarray], is_dt: bool) -> np.ndarray:

@@ -149,23 +149,47 @@ def _read(lib: Any, sym: str) -> Any:
         return type(exc).__name__
 
 
+def _with_level(df: pd.DataFrame, rng: random.Random) -> pd.DataFrame:
+    """``df`` with a second index level of small ints (its DatetimeIndex the first level)."""
+    out = df.copy()
+    out.index = pd.MultiIndex.from_arrays(
+        [df.index, np.array([rng.randint(0, 2) for _ in range(len(df))], dtype=np.int64)],
+        names=[df.index.name, None])
+    return out
+
+
 @pytest.mark.parametrize("seed", range(N_SEEDS), ids=lambda s: f"seed_{s}")
 def test_merge_side_by_side(libs: tuple[Any, Any, Any], seed: int) -> None:
+    _side_by_side(libs, seed, multi=False)
+
+
+@pytest.mark.parametrize("seed", range(N_SEEDS // 3), ids=lambda s: f"seed_{s}")
+def test_merge_side_by_side_multiindex(libs: tuple[Any, Any, Any], seed: int) -> None:
+    """The same with a MultiIndex (DatetimeIndex, int) on both sides: matched by its first level."""
+    _side_by_side(libs, seed, multi=True)
+
+
+def _side_by_side(libs: tuple[Any, Any, Any], seed: int, *, multi: bool) -> None:
     from arcticlite.library import MergeStrategy
 
     adb_lib, lite_lib, AdbStrategy = libs
     rng = random.Random(seed)
-    timeseries = rng.random() < 0.7
-    sym = f"s{seed}"
+    levels = random.Random(seed + 1_000_000)
+    timeseries = rng.random() < 0.7 or multi
+    sym = f"{'m' if multi else 's'}{seed}"
     target = _target(rng, timeseries)
+    if multi:
+        target = _with_level(target, levels)
     exists = rng.random() < 0.93
     if exists:
         for lib in (adb_lib, lite_lib):
             _run(lib.write, sym, target)
     for step in range(MERGES_PER_SEED):
-        case = _case(rng, target, timeseries)
+        case = _case(rng, target.droplevel(1) if multi else target, timeseries)
         upsert = not exists and rng.random() < 0.7
         src, strategy = case.pop("source"), case.pop("strategy")
+        if multi:
+            src = _with_level(src, levels)
         where = f"seed {seed} step {step}: strategy={strategy} upsert={upsert} {case}\nsource:\n{src}"
         got_a = _run(adb_lib.merge_experimental, sym, src, strategy=AdbStrategy(*strategy), upsert=upsert, **case)
         got_b = _run(lite_lib.merge_experimental, sym, src, strategy=MergeStrategy(*strategy), upsert=upsert, **case)

@@ -148,7 +148,7 @@ def test_refusals_change_nothing(lib: Library) -> None:
     with pytest.raises(UserInputException, match="not sorted"):
         lib.merge("u", tframe([1], [1], [0]))
     unchanged(lib, "u", 0)
-    multi = pd.DataFrame({"a": [1]}, index=pd.MultiIndex.from_tuples([(pd.Timestamp("2024-01-01"), 1)]))
+    multi = pd.DataFrame({"a": [1]}, index=pd.MultiIndex.from_tuples([("x", 1)]))
     lib.write("m", multi)
     with pytest.raises(UserInputException, match="MultiIndex"):
         lib.merge("m", multi)
@@ -269,3 +269,15 @@ def test_a_merge_built_before_a_concurrent_append_rebases_onto_it(lib: Library) 
     lib._apply("s", op)  # the commit loop builds again on version 1: the appended row is kept
     pd.testing.assert_frame_equal(read(lib), tframe([1, 9, 3, 7], [1, 9, 3, 7], [0, 1, 2, 5]), check_freq=False)
     assert lib.read("s").version == 2
+
+
+def test_multiindex_merges_by_its_first_level(lib: Library) -> None:
+    def mi(*pairs: tuple[int, int]) -> pd.MultiIndex:
+        return pd.MultiIndex.from_tuples([(pd.Timestamp("2024-01-01") + pd.Timedelta(days=d), k) for d, k in pairs])
+
+    lib.write("m", pd.DataFrame({"a": [1, 2, 3]}, index=mi((0, 1), (1, 1), (1, 2))))
+    lib.merge("m", pd.DataFrame({"a": [9, 8]}, index=mi((1, 5), (6, 6))))
+    # the first level (and 'on') is the key: both rows of day 1 take the source row, level 2 included
+    expected = pd.DataFrame({"a": [1, 9, 9, 8]}, index=mi((0, 1), (1, 5), (1, 5), (6, 6)))
+    pd.testing.assert_frame_equal(read(lib, "m"), expected)
+    assert lib.read("m", date_range=(pd.Timestamp("2024-01-02"), None)).data.shape == (3, 1)
