@@ -41,11 +41,11 @@ def test_cli_lists_and_inspects(store_uri: str, capsys: pytest.CaptureFixture[st
 
 
 def test_cli_error_is_one_clear_line(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["read", store_uri, "prices", "MISSING"]) == 1
+    assert main(["read", store_uri, "prices", "MISSING"]) == 3  # not found
     err = capsys.readouterr().err
     assert err.startswith("arcticlite: NoSuchVersionException") and "MISSING" in err
-    assert main(["symbols", store_uri, "nolib"]) == 1
-    assert "LibraryNotFound" in capsys.readouterr().err
+    assert main(["symbols", store_uri, "nolib"]) == 3
+    assert "no library 'nolib'" in capsys.readouterr().err
 
 
 def test_a_reading_command_never_creates_the_store(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -53,6 +53,6 @@ def test_a_reading_command_never_creates_the_store(tmp_path: pathlib.Path, capsy
 
     missing = tmp_path / "nope"
     for argv in (["libraries", f"lmdb://{missing}"], ["read", f"lmdb://{missing}", "lib", "sym"]):
-        assert main(argv) == 1
+        assert main(argv) == 3
         assert "no arcticlite store" in capsys.readouterr().err
     assert not missing.exists()

@@ -37,6 +37,6 @@ def test_read_where_and_explain(store_uri: str, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.parametrize("term", ["id", "id ~ 3", "id == b", "id in 3", "t isna 3"])
 def test_bad_where_is_one_clear_line(store_uri: str, term: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["read", store_uri, "l", "s", "--where", term]) == 1
+    assert main(["read", store_uri, "l", "s", "--where", term]) == 4  # bad input
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--where" in err

@@ -1,0 +1,51 @@
+"""``main``: parse, run one command, turn its errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from arcticlite.cli._common import BAD_INPUT, FAILED, CliError, error, exit_code
+from arcticlite.exceptions import ArcticException
+
+
+def _import_arcticdb(source: str, target: str, libraries: list[str] | None, all_versions: bool) -> int:
+    from arcticlite.migrate import import_arcticdb
+
+    done = import_arcticdb(source, target, libraries, all_versions=all_versions)
+    print(f"copied {sum(done.values())} versions of {len(done)} libraries")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
+    from arcticlite.cli._parser import parser
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "fermion":
+        from arcticlite.format.__main__ import main as fermion_main
+
+        return int(fermion_main(argv[1:]) or 0)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad command line (2)
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_columns", 20)
+    try:
+        if args.command == "import-arcticdb":
+            return _import_arcticdb(args.source, args.target, args.library, args.all_versions)
+        return int(args.fn(args))
+    except CliError as exc:
+        error(str(exc))
+        return exc.code
+    except ArcticException as exc:
+        error(f"{type(exc).__name__}: {exc}")
+        return exit_code(exc)
+    except (ValueError, TypeError) as exc:  # an argument pandas or pyarrow refused
+        error(f"{type(exc).__name__}: {exc}")
+        return BAD_INPUT
+    except OSError as exc:
+        error(f"{type(exc).__name__}: {exc}")
+        return FAILED

@@ -1,0 +1,189 @@
+"""The commands that only read: ``libraries``, ``symbols``, ``versions``, ``describe``, ``read``,
+``inspect`` (and its aliases ``index`` / ``segments``), ``snapshot list``. None of them creates a
+store or a library: each opens its store read-only and refuses a missing one."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pandas as pd
+
+import arcticlite as adb
+from arcticlite.cli._common import (
+    BAD_INPUT,
+    NOT_FOUND,
+    CliError,
+    as_of,
+    columns,
+    date_range,
+    emit_json,
+    emit_table,
+    open_library,
+    open_store,
+    records,
+    where,
+    write_frame,
+)
+
+#: Rows ``read`` prints when given neither ``--head``, ``--tail`` nor ``--to``.
+DEFAULT_ROWS = 20
+
+
+def libraries(args: argparse.Namespace) -> int:
+    names = open_store(args.uri).list_libraries()
+    if args.json:
+        emit_json(names)
+    else:
+        print("\n".join(names))
+    return 0
+
+
+def symbols(args: argparse.Namespace) -> int:
+    lib = open_library(args)
+    names = sorted(lib.list_symbols(snapshot_name=args.snapshot, regex=args.regex))
+    if args.json:
+        emit_json(names)
+    else:
+        print("\n".join(names))
+    return 0
+
+
+def versions(args: argparse.Namespace) -> int:
+    lib = open_library(args)
+    frame = lib.inspect_versions(args.symbol)
+    if frame.empty:
+        raise CliError(f"no symbol {args.symbol!r} in library {lib.name!r} (it was never written)", NOT_FOUND)
+    if args.json:
+        emit_json(records(frame))
+    else:
+        emit_table(frame)
+    return 0
+
+
+def _describe(lib: adb.Library, symbol: str, version: Any) -> dict[str, Any]:
+    d = lib.get_description(symbol, as_of=version)
+    vid = lib.read_metadata(symbol, as_of=version).version
+    live = [v.version for v in lib.list_versions(symbol) if v.symbol == symbol]
+    out: dict[str, Any] = {
+        "symbol": symbol, "library": lib.name, "version": vid, "live_versions": len(live),
+        "created": d.last_update_time.isoformat(), "rows": d.row_count, "index_type": d.index_type,
+        "index": [{"name": c.name, "dtype": c.dtype} for c in d.index],
+        "date_range": None if pd.isna(d.date_range[0]) else [str(d.date_range[0]), str(d.date_range[1])],
+        "sorted": d.sorted, "columns": [{"name": c.name, "dtype": c.dtype} for c in d.columns],
+    }
+    idx = lib.inspect_index(symbol, as_of=version)
+    out["segments"] = len(idx)
+    out["data_bytes"] = int(idx["bytes"].sum()) if len(idx) else 0
+    sizes = lib.admin_tools().get_sizes_for_symbol(symbol)
+    out["stored"] = {kt.name.lower(): {"bytes": s.bytes_compressed, "keys": s.count} for kt, s in sizes.items()}
+    return out
+
+
+def describe(args: argparse.Namespace) -> int:
+    lib = open_library(args)
+    d = _describe(lib, args.symbol, as_of(args.as_of))
+    if args.json:
+        emit_json(d)
+        return 0
+    index = ", ".join(f"{c['name']} {c['dtype']}" for c in d["index"]) or "none"
+    span = f"{d['date_range'][0]} .. {d['date_range'][1]}" if d["date_range"] else "-"
+    total = sum(s["bytes"] for s in d["stored"].values())
+    rows = "unknown (pickled)" if d["rows"] is None else f"{d['rows']:,}"
+    print(f"symbol     {d['symbol']} (library {d['library']})")
+    print(f"version    {d['version']} ({d['live_versions']} live), created {d['created']}")
+    print(f"rows       {rows}")
+    print(f"index      {index} ({d['index_type']}, {d['sorted'].lower()})")
+    print(f"range      {span}")
+    print(f"segments   {d['segments']:,} holding {d['data_bytes']:,} bytes")
+    print(f"stored     {total:,} bytes in all versions: "
+          + ", ".join(f"{k} {v['bytes']:,} B / {v['keys']} keys" for k, v in d["stored"].items() if v["keys"]))
+    print("columns")
+    for c in d["columns"]:
+        print(f"  {c['name']}  {c['dtype']}")
+    return 0
+
+
+def read(args: argparse.Namespace) -> int:
+    lib = open_library(args)
+    version = as_of(args.as_of)
+    dr, cols = date_range(args.date_range), columns(args.columns)
+    if args.rows is not None and (args.head is not None or args.tail is not None):
+        raise CliError("--rows is --head: give one of --rows, --head, --tail", BAD_INPUT)
+    head = args.rows if args.rows is not None else args.head
+    q = where(args.where)
+    if args.explain:
+        print((q if q is not None else adb.QueryBuilder()).explain(lib, args.symbol, as_of=version, date_range=dr,
+                                                                   columns=cols))
+        return 0
+    if lib.get_description(args.symbol, as_of=version).row_count is None:  # pickled: no table to slice
+        if dr is not None or cols is not None or q is not None or args.to:
+            raise CliError(f"symbol {args.symbol!r} holds a pickled object, not a table: read it without "
+                           "--date-range, --columns, --where or --to", BAD_INPUT)
+        data = lib.read(args.symbol, as_of=version).data
+        print(repr(data))
+        return 0
+    shown = None
+    if head is None and args.tail is None and not args.to and not args.json:
+        head, shown = DEFAULT_ROWS, DEFAULT_ROWS
+    if head is not None or args.tail is not None:
+        q = q if q is not None else adb.QueryBuilder()
+        q = q.head(head) if head is not None else q.tail(args.tail)
+    df = lib.read(args.symbol, as_of=version, date_range=dr, columns=cols, query_builder=q).data
+    if args.to:
+        write_frame(df, args.to, args.format)
+        print(f"wrote {len(df):,} rows of {args.symbol!r} to {args.to}")
+    elif args.json:
+        emit_json(records(df.reset_index() if not isinstance(df.index, pd.RangeIndex) else df))
+    else:
+        print(df.to_string())
+        if shown is not None and len(df) == shown:
+            print(f"(first {shown} rows; --head N / --tail N for others, --to FILE for all)")
+    return 0
+
+
+def inspect(args: argparse.Namespace) -> int:
+    """``inspect``: version → index → segments; ``index`` and ``segments`` print one part."""
+    lib = open_library(args)
+    version = as_of(args.as_of)
+    if args.command == "index":
+        frame = lib.inspect_index(args.symbol, version)
+    elif args.command == "segments":
+        frame = lib.inspect_segments(args.symbol, version)
+    else:
+        vid = lib.read_metadata(args.symbol, as_of=version).version
+        hist = lib.inspect_versions(args.symbol)
+        rec = hist[hist["version"] == vid]
+        idx = lib.inspect_index(args.symbol, version)
+        segs = lib.inspect_segments(args.symbol, version)
+        if args.json:
+            emit_json({"version": records(rec)[0] if len(rec) else {"version": vid},
+                       "index": records(idx), "segments": records(segs)})
+            return 0
+        r = rec.iloc[0] if len(rec) else None
+        print(f"version {vid} of {args.symbol!r}" + (
+            f": {r['kind']}, {int(r['rows']):,} rows in {int(r['segments'])} segments, index height "
+            f"{int(r['index_height'])}, created {r['created']}" if r is not None and pd.notna(r["rows"]) else ""))
+        print(f"\nindex ({len(idx)} segments, {int(idx['bytes'].sum()) if len(idx) else 0:,} bytes)")
+        emit_table(idx)
+        print("\nsegments (per column: pages, encodings, compressed and raw bytes)")
+        emit_table(segs)
+        return 0
+    if args.json:
+        emit_json(records(frame))
+    else:
+        emit_table(frame)
+    return 0
+
+
+def snapshot_list(args: argparse.Namespace) -> int:
+    lib = open_library(args)
+    names = sorted(lib.list_snapshots(load_metadata=False))
+    if args.json:
+        emit_json([{"name": n, "symbols": {v.symbol: v.version for v in lib.list_versions(snapshot=n)}}
+                   for n in names])
+    else:
+        for n in names:
+            held = lib.list_versions(snapshot=n)
+            print(f"{n}  " + ", ".join(f"{v.symbol}@{v.version}" for v in sorted(held, key=lambda v: v.symbol)))
+    return 0

@@ -1,0 +1,300 @@
+"""Every ``arcticlite`` sub-command end to end on a real LMDB store (issue 17): what a user sees
+(rows, JSON, files written), exit codes, and a store left unchanged by commands that read."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import arcticlite as adb
+from arcticlite.__main__ import main
+from arcticlite.storage import open_store
+
+LIB = "prices"
+
+
+def _frame(start: str, n: int) -> pd.DataFrame:
+    return pd.DataFrame({"px": np.arange(n, dtype=float), "venue": ["X", "Y"] * (n // 2) + ["X"] * (n % 2)},
+                        index=pd.date_range(start, periods=n, freq="D", name="time"))
+
+
+@pytest.fixture
+def uri(tmp_path: pathlib.Path) -> str:
+    uri = f"lmdb://{tmp_path / 'db'}"
+    lib = adb.Arctic(uri).create_library(LIB, adb.LibraryOptions(rows_per_segment=4))
+    lib.write("AAPL", _frame("2024-01-01", 10))
+    lib.append("AAPL", _frame("2024-02-01", 3))
+    lib.write("MSFT", _frame("2024-01-01", 5))
+    lib.write_pickle("blob", {"a": 1})
+    lib.snapshot("snap0")
+    return uri
+
+
+def _lib(uri: str) -> adb.Library:
+    return adb.Arctic(uri).get_library(LIB)
+
+
+def _contents(uri: str) -> dict[str, bytes]:
+    with open_store(uri) as store:
+        return {k: bytes(store.read(k)) for k in store.list_keys("")}
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- commands that read ---------------------------------------------------------------------------
+READING = [
+    ["libraries", "{uri}"],
+    ["libraries", "{uri}", "--json"],
+    ["symbols", "{uri}", LIB, "--regex", "^A"],
+    ["symbols", "{uri}", LIB, "--snapshot", "snap0", "--json"],
+    ["versions", "{uri}", LIB, "AAPL", "--json"],
+    ["describe", "{uri}", LIB, "AAPL"],
+    ["describe", "{uri}", LIB, "AAPL", "--as-of", "0", "--json"],
+    ["read", "{uri}", LIB, "AAPL"],
+    ["read", "{uri}", LIB, "AAPL", "--date-range", "2024-01-03", "2024-01-05", "--columns", "px", "--json"],
+    ["read", "{uri}", LIB, "AAPL", "--tail", "2", "--as-of", "snap0"],
+    ["read", "{uri}", LIB, "AAPL", "--where", "px > 5", "--explain"],
+    ["read", "{uri}", LIB, "blob"],
+    ["inspect", "{uri}", LIB, "AAPL"],
+    ["inspect", "{uri}", LIB, "AAPL", "--json"],
+    ["index", "{uri}", LIB, "AAPL", "--as-of", "0"],
+    ["segments", "{uri}", LIB, "AAPL", "--json"],
+    ["snapshot", "list", "{uri}", LIB, "--json"],
+    ["compact", "{uri}", LIB, "--plan", "--json"],
+    ["gc", "{uri}", LIB, "--dry-run", "--json"],
+]
+
+
+def _fill(argv: list[str], uri: str) -> list[str]:
+    return [a.format(uri=uri) for a in argv]
+
+
+@pytest.mark.parametrize("argv", READING, ids=lambda a: " ".join(a[:1] + a[3:]))
+def test_a_reading_command_succeeds_and_changes_nothing(uri: str, argv: list[str],
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    before = _contents(uri)
+    code, out, err = _run(_fill(argv, uri), capsys)
+    assert (code, err) == (0, "")
+    assert out.strip()
+    if "--json" in argv:
+        json.loads(out)
+    assert _contents(uri) == before
+
+
+@pytest.mark.parametrize("argv", READING, ids=lambda a: " ".join(a[:1] + a[3:]))
+def test_a_reading_command_never_creates_a_store(tmp_path: pathlib.Path, argv: list[str],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope"
+    code, out, err = _run(_fill(argv, f"lmdb://{missing}"), capsys)
+    assert code == 3 and "no arcticlite store" in err and err.count("\n") == 1
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("argv", [a for a in READING if a[0] != "libraries"], ids=lambda a: a[0])
+def test_a_reading_command_never_creates_a_library(uri: str, argv: list[str],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [("nolib" if a == LIB else a) for a in _fill(argv, uri)]
+    before = _contents(uri)
+    code, _, err = _run(argv, capsys)
+    assert code == 3 and "no library 'nolib'" in err
+    assert _contents(uri) == before
+
+
+def test_listings_print_what_the_library_holds(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["libraries", uri, "--json"], capsys)[1:] == ('[\n  "prices"\n]\n', "")
+    assert json.loads(_run(["symbols", uri, LIB, "--json"], capsys)[1]) == ["AAPL", "MSFT", "blob"]
+    assert _run(["symbols", uri, LIB, "--regex", "^(A|M)"], capsys)[1].split() == ["AAPL", "MSFT"]
+    versions = json.loads(_run(["versions", uri, LIB, "AAPL", "--json"], capsys)[1])
+    assert [(v["version"], v["kind"], v["rows"]) for v in versions] == [(1, "append", 13), (0, "write", 10)]
+    d = json.loads(_run(["describe", uri, LIB, "AAPL", "--json"], capsys)[1])
+    assert (d["version"], d["rows"], d["live_versions"], d["segments"]) == (1, 13, 2, 4)
+    assert d["date_range"] == ["2024-01-01 00:00:00", "2024-02-03 00:00:00"]
+    assert [c["name"] for c in d["columns"]] == ["px", "venue"] and d["index"][0]["name"] == "time"
+    assert d["stored"]["table_data"]["bytes"] > 0
+    text = _run(["describe", uri, LIB, "AAPL", "--as-of", "0"], capsys)[1]
+    assert "rows       10" in text and "px" in text and "2024-01-10" in text
+    snaps = json.loads(_run(["snapshot", "list", uri, LIB, "--json"], capsys)[1])
+    assert snaps == [{"name": "snap0", "symbols": {"AAPL": 1, "MSFT": 0, "blob": 0}}]
+
+
+def test_read_selects_rows_and_columns(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = json.loads(_run(["read", uri, LIB, "AAPL", "--date-range", "2024-01-03", "2024-01-05",
+                            "--columns", "px", "--json"], capsys)[1])
+    assert rows == [{"time": f"2024-01-0{d}T00:00:00.000000000", "px": float(d - 1)} for d in (3, 4, 5)]
+    out = _run(["read", uri, LIB, "AAPL", "--tail", "2"], capsys)[1].splitlines()
+    assert len(out) == 2 + 2 and "2024-02-03" in out[-1] and "2024-02-02" in out[-2]  # header lines + 2 rows
+    out = _run(["read", uri, LIB, "AAPL", "--head", "3", "--date-range", "2024-01-05", "-"], capsys)[1]
+    assert "2024-01-05" in out and "2024-01-07" in out and "2024-01-08" not in out
+    assert "2024-01-10" in _run(["read", uri, LIB, "AAPL", "--as-of", "0"], capsys)[1]
+    assert "2024-02-01" not in _run(["read", uri, LIB, "AAPL", "--as-of", "0"], capsys)[1]
+    assert "{'a': 1}" in _run(["read", uri, LIB, "blob"], capsys)[1]  # a pickled symbol
+    # --as-of takes an ISO time as a time, not a snapshot name
+    assert "2024-02-03" in _run(["read", uri, LIB, "AAPL", "--as-of", "2100-01-01"], capsys)[1]
+    code, _, err = _run(["read", uri, LIB, "AAPL", "--as-of", "2000-01-01"], capsys)
+    assert code == 3 and "Snapshot" not in err
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv", "arrow"])
+def test_read_to_a_file_and_write_it_back(uri: str, tmp_path: pathlib.Path, suffix: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / f"out.{suffix}"
+    code, text, _ = _run(["read", uri, LIB, "AAPL", "--date-range", "2024-01-02", "2024-02-02", "--to", str(out)],
+                         capsys)
+    assert code == 0 and "wrote 11 rows" in text
+    expected = _lib(uri).read("AAPL", date_range=(pd.Timestamp("2024-01-02"), pd.Timestamp("2024-02-02"))).data
+    if suffix == "parquet":
+        got = pq.read_table(out).to_pandas()
+    elif suffix == "arrow":
+        got = pa.ipc.open_file(pa.memory_map(str(out))).read_all().to_pandas()
+    else:
+        got = pd.read_csv(out, index_col="time", parse_dates=["time"])
+    pd.testing.assert_frame_equal(got, expected, check_freq=False, check_index_type=False, check_dtype=False)
+    # and back in, as a new symbol
+    extra = [] if suffix != "csv" else ["--index-column", "time"]
+    code, text, _ = _run(["write", uri, LIB, "COPY", str(out), *extra, "--json"], capsys)
+    assert code == 0 and json.loads(text) == {"symbol": "COPY", "library": LIB, "version": 0, "rows": 11}
+    copy = _lib(uri).read("COPY").data
+    assert isinstance(copy.index, pd.DatetimeIndex) and list(copy["px"]) == list(expected["px"])
+
+
+def test_write_creates_store_and_library_then_append_update_delete(tmp_path: pathlib.Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    uri = f"lmdb://{tmp_path / 'new'}"
+    csv = tmp_path / "a.csv"
+    _frame("2024-01-01", 6).reset_index().to_csv(csv, index=False)
+    assert _run(["write", uri, "fresh", "S", str(csv), "--index-column", "time"], capsys)[:2] == (
+        0, "wrote 6 rows: 'S' is now version 0 in library 'fresh'\n")
+    more = tmp_path / "b.parquet"
+    _frame("2024-01-07", 2).to_parquet(more)
+    assert _run(["append", uri, "fresh", "S", str(more)], capsys)[0] == 0
+    fix = tmp_path / "fix.arrow"
+    with pa.OSFile(str(fix), "wb") as sink:
+        t = pa.Table.from_pandas(pd.DataFrame({"px": [100.0], "venue": ["Z"]},
+                                              index=pd.DatetimeIndex(["2024-01-03"], name="time")))
+        with pa.ipc.new_file(sink, t.schema) as w:
+            w.write_table(t)
+    assert _run(["update", uri, "fresh", "S", str(fix)], capsys)[0] == 0
+    lib = adb.Arctic(uri).get_library("fresh")
+    df = lib.read("S").data
+    assert len(df) == 8 and df.loc["2024-01-03", "px"] == 100.0 and df.index[-1] == pd.Timestamp("2024-01-08")
+    assert _run(["delete", uri, "fresh", "S", "--date-range", "2024-01-01", "2024-01-02"], capsys)[0] == 0
+    assert len(lib.read("S").data) == 6
+    assert _run(["delete", uri, "fresh", "S", "--version", "0"], capsys)[0] == 0
+    assert 0 not in {v.version for v in lib.list_versions("S")}
+    assert _run(["delete", uri, "fresh", "S"], capsys)[1] == "deleted every version of 'S'\n"
+    assert lib.list_symbols() == []
+
+
+def test_snapshot_create_list_delete(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["snapshot", "create", uri, LIB, "eod", "--version", "AAPL=0", "--json"], capsys)
+    assert code == 0 and json.loads(out) == {"name": "eod", "symbols": {"AAPL": 0}}
+    assert "eod  AAPL@0" in _run(["snapshot", "list", uri, LIB], capsys)[1]
+    assert "2024-02-01" not in _run(["read", uri, LIB, "AAPL", "--as-of", "eod"], capsys)[1]
+    assert _run(["snapshot", "delete", uri, LIB, "eod"], capsys)[0] == 0
+    assert _lib(uri).list_snapshots(load_metadata=False) == ["snap0"]
+    code, _, err = _run(["snapshot", "delete", uri, LIB, "eod"], capsys)
+    assert code == 3 and "no snapshot 'eod'" in err
+
+
+def test_compact_plan_then_compact(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _contents(uri)
+    plan = json.loads(_run(["compact", uri, LIB, "AAPL", "--plan", "--rows-per-segment", "100", "--json"], capsys)[1])
+    assert plan[0]["will_do_work"] and plan[0]["segments_before"] == 4 and plan[0]["segments_after"] == 1
+    assert _contents(uri) == before
+    out = _run(["compact", uri, LIB, "AAPL", "--rows-per-segment", "100"], capsys)[1]
+    assert out == "AAPL: version 2 rewrote 13 rows, 4 -> 1 segments\n"
+    assert len(_lib(uri).inspect_index("AAPL")) == 1
+    assert "is compact" in _run(["compact", uri, LIB, "AAPL", "--rows-per-segment", "100", "--plan"], capsys)[1]
+
+
+def test_inspect_shows_version_index_and_segments(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _run(["inspect", uri, LIB, "AAPL"], capsys)[1]
+    assert out.startswith("version 1 of 'AAPL': append, 13 rows in 4 segments")
+    assert "index (4 segments" in out and "encodings" in out and "venue" in out
+    j = json.loads(_run(["inspect", uri, LIB, "AAPL", "--as-of", "0", "--json"], capsys)[1])
+    assert j["version"]["version"] == 0 and len(j["index"]) == 3
+    assert {s["column"] for s in j["segments"]} >= {"px", "venue"} and all(s["compressed"] > 0 for s in j["segments"])
+
+
+@pytest.mark.parametrize(("argv", "code", "needle"), [
+    (["versions", "{uri}", LIB, "NOPE"], 3, "no symbol 'NOPE'"),
+    (["describe", "{uri}", LIB, "NOPE"], 3, "NOPE"),
+    (["read", "{uri}", LIB, "AAPL", "--as-of", "7"], 3, "NoSuchVersion"),
+    (["delete", "{uri}", LIB, "NOPE"], 3, "no symbol 'NOPE'"),
+    (["delete", "{uri}", LIB, "AAPL", "--version", "9"], 3, "no live version 9"),
+    (["update", "{uri}", LIB, "NOPE", "{tmp}/in.parquet"], 3, "no symbol 'NOPE'"),
+    (["write", "{uri}", LIB, "X", "{tmp}/missing.parquet"], 5, "does not exist"),
+    (["write", "{uri}", LIB, "X", "{tmp}/in.txt"], 4, ".parquet, .csv or .arrow"),
+    (["write", "{uri}", LIB, "X", "{tmp}/bad.parquet"], 5, "not readable as parquet"),
+    (["write", "{uri}", LIB, "X", "{tmp}/in.parquet", "--index-column", "zz"], 4, "--index-column 'zz'"),
+    (["append", "{uri}", LIB, "AAPL", "{tmp}/in.parquet"], 4, "AppendOrderException"),
+    (["read", "{uri}", LIB, "AAPL", "--date-range", "2024-02-01", "2024-01-01"], 4, "start is after the end"),
+    (["read", "{uri}", LIB, "AAPL", "--date-range", "soon", "-"], 4, "not a date"),
+    (["read", "{uri}", LIB, "blob", "--columns", "a"], 4, "pickled"),
+    (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/out.xlsx"], 4, "cannot tell the format"),
+    (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/no/such/dir/out.csv"], 5, "cannot write"),
+    (["snapshot", "create", "{uri}", LIB, "snap0"], 1, "already exists"),
+    (["snapshot", "create", "{uri}", LIB, "s2", "--version", "AAPL:1"], 4, "SYMBOL=VERSION"),
+    (["read", "{uri}", LIB, "AAPL", "--head", "2", "--tail", "2"], 2, "not allowed with"),
+    (["frobnicate", "{uri}"], 2, "invalid choice"),
+])
+def test_bad_input_is_one_clear_line_and_changes_nothing(uri: str, tmp_path: pathlib.Path, argv: list[str], code: int,
+                                                         needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _frame("2024-01-01", 3).to_parquet(tmp_path / "in.parquet")
+    (tmp_path / "in.txt").write_text("x")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    before = _contents(uri)
+    argv = [a.format(uri=uri, tmp=tmp_path) for a in argv]
+    got, out, err = _run(argv, capsys)
+    assert got == code and needle in err, err
+    if code != 2:
+        assert err.startswith("arcticlite: ") and err.count("\n") == 1
+    assert _contents(uri) == before
+    assert not list(tmp_path.glob("out.*")) and not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_write_of_a_bad_file_creates_no_store(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope"
+    assert main(["write", f"lmdb://{missing}", LIB, "S", str(tmp_path / "absent.csv")]) == 5
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("command", [[], ["read"], ["describe"], ["write"], ["snapshot", "create"], ["compact"],
+                                     ["inspect"], ["gc"], ["symbols"]])
+def test_help_everywhere_has_an_example(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "example:" in out and "arcticlite" in out
+
+
+def test_python_dash_m_end_to_end(tmp_path: pathlib.Path) -> None:
+    uri = f"lmdb://{tmp_path / 'db'}"
+    src = tmp_path / "in.parquet"
+    _frame("2024-01-01", 4).to_parquet(src)
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(pathlib.Path(adb.__file__).parent.parent)}
+        return subprocess.run([sys.executable, "-m", "arcticlite", *argv], capture_output=True, text=True, env=env,
+                              timeout=120, check=False)
+
+    w = run("write", uri, LIB, "S", str(src))
+    assert (w.returncode, w.stderr) == (0, "") and "wrote 4 rows" in w.stdout
+    r = run("read", uri, LIB, "S", "--tail", "1", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) == [{"time": "2024-01-04T00:00:00.000000000", "px": 3.0,
+                                                           "venue": "Y"}]
+    missing = run("describe", f"lmdb://{tmp_path / 'nope'}", LIB, "S")
+    assert missing.returncode == 3 and missing.stderr.startswith("arcticlite: no arcticlite store")
+    assert not (tmp_path / "nope").exists()
