@@ -298,3 +298,51 @@ def test_python_dash_m_end_to_end(tmp_path: pathlib.Path) -> None:
     missing = run("describe", f"lmdb://{tmp_path / 'nope'}", LIB, "S")
     assert missing.returncode == 3 and missing.stderr.startswith("arcticlite: no arcticlite store")
     assert not (tmp_path / "nope").exists()
+
+
+@pytest.mark.s3
+def test_every_command_on_s3(s3_uri: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.parquet"
+    _frame("2024-01-01", 6).to_parquet(src)
+    more = tmp_path / "more.csv"
+    _frame("2024-01-07", 2).reset_index().to_csv(more, index=False)
+    assert _run(["write", s3_uri, LIB, "S", str(src)], capsys)[0] == 0
+    assert _run(["append", s3_uri, LIB, "S", str(more), "--index-column", "time"], capsys)[0] == 0
+    assert _run(["snapshot", "create", s3_uri, LIB, "snap0"], capsys)[0] == 0
+    before = _contents(s3_uri)
+    for argv in READING:
+        argv = [{"AAPL": "S", "blob": "S"}.get(a, a) for a in argv]
+        code, out, err = _run(_fill(argv, s3_uri), capsys)
+        assert (code, err) == (0, ""), argv
+        if "--json" in argv:
+            json.loads(out)
+    assert _contents(s3_uri) == before
+    code, _, err = _run(["describe", s3_uri, "nolib", "S"], capsys)
+    assert code == 3 and "no library 'nolib'" in err and _contents(s3_uri) == before
+    d = json.loads(_run(["describe", s3_uri, LIB, "S", "--json"], capsys)[1])
+    assert (d["rows"], d["version"]) == (8, 1)
+    out = tmp_path / "out.arrow"
+    assert _run(["read", s3_uri, LIB, "S", "--columns", "px", "--to", str(out)], capsys)[0] == 0
+    assert pa.ipc.open_file(pa.memory_map(str(out))).read_all().column("px").to_pylist() == [*range(6), 0, 1]
+    assert _run(["snapshot", "create", s3_uri, LIB, "eod"], capsys)[0] == 0
+    assert _run(["compact", s3_uri, LIB, "--rows-per-segment", "100"], capsys)[0] == 0
+    assert json.loads(_run(["gc", s3_uri, LIB, "--dry-run", "--json"], capsys)[1])["dry_run"] is True
+    assert _run(["delete", s3_uri, LIB, "S"], capsys)[0] == 0
+    assert json.loads(_run(["symbols", s3_uri, LIB, "--json"], capsys)[1]) == []
+
+
+def test_convert_parquet_to_fermion_and_back(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src, fer, back = tmp_path / "a.parquet", tmp_path / "a.fermion", tmp_path / "b.parquet"
+    _frame("2024-01-01", 7).to_parquet(src)
+    assert _run(["convert", str(src), str(fer)], capsys)[0] == 0
+    code, out, _ = _run(["convert", str(fer), str(back), "--json"], capsys)
+    assert code == 0 and json.loads(out)["bytes"] == back.stat().st_size
+    assert pq.read_table(back).to_pandas()["px"].tolist() == pq.read_table(src).to_pandas()["px"].tolist()
+    (tmp_path / "junk.fermion").write_bytes(b"junk")
+    for argv, code, needle in ((["nope.parquet", "x.fermion"], 5, "does not exist"),
+                               (["a.parquet", "x.parquet"], 4, "one must be .parquet"),
+                               (["a.csv", "x.fermion"], 4, "name it .parquet or .fermion"),
+                               (["junk.fermion", "x.parquet"], 5, "cannot convert")):
+        got, _, err = _run(["convert", *(str(tmp_path / a) for a in argv)], capsys)
+        assert got == code and needle in err and err.count("\n") == 1
+    assert not list(tmp_path.glob("x.*")) and not list(tmp_path.glob("*.tmp-*"))

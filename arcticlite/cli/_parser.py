@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from arcticlite.cli import _read, _write
+from arcticlite.cli import _convert, _read, _write
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -136,6 +136,14 @@ def parser() -> argparse.ArgumentParser:
              "arcticlite gc lmdb://./data prices --dry-run", listing=True)
     g.add_argument("--grace", type=float, default=3600.0, help="seconds a key must stay unreachable (default 3600)")
     g.add_argument("--dry-run", action="store_true", help="report without deleting")
+    cv = sub.add_parser("convert", help="convert a file between Parquet and Fermion (by their extensions)",
+                        description="Convert a Parquet file to Fermion or back; the extensions (.parquet, "
+                                    ".fermion) give the direction.", formatter_class=_RAW,
+                        epilog="example:\n  arcticlite convert trades.parquet trades.fermion")
+    cv.add_argument("src", help="the input file (.parquet or .fermion)")
+    cv.add_argument("dst", help="the output file (.fermion or .parquet)")
+    cv.add_argument("--json", action="store_true", help="print the result as JSON")
+    cv.set_defaults(fn=_convert.convert)
     m = sub.add_parser("import-arcticdb", help="copy an ArcticDB store into an arcticlite store (needs arcticdb)",
                        formatter_class=_RAW,
                        epilog="example:\n  arcticlite import-arcticdb lmdb://./arcticdb_store lmdb://./data")
