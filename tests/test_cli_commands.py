@@ -68,6 +68,9 @@ READING = [
     ["read", "{uri}", LIB, "AAPL", "--tail", "2", "--as-of", "snap0"],
     ["read", "{uri}", LIB, "AAPL", "--where", "px > 5", "--explain"],
     ["read", "{uri}", LIB, "blob"],
+    ["read", "{uri}", LIB, "blob", "--json"],
+    ["describe", "{uri}", LIB, "blob"],
+    ["inspect", "{uri}", LIB, "blob"],
     ["inspect", "{uri}", LIB, "AAPL"],
     ["inspect", "{uri}", LIB, "AAPL", "--json"],
     ["index", "{uri}", LIB, "AAPL", "--as-of", "0"],
@@ -141,6 +144,8 @@ def test_read_selects_rows_and_columns(uri: str, capsys: pytest.CaptureFixture[s
     assert "2024-01-10" in _run(["read", uri, LIB, "AAPL", "--as-of", "0"], capsys)[1]
     assert "2024-02-01" not in _run(["read", uri, LIB, "AAPL", "--as-of", "0"], capsys)[1]
     assert "{'a': 1}" in _run(["read", uri, LIB, "blob"], capsys)[1]  # a pickled symbol
+    assert json.loads(_run(["read", uri, LIB, "blob", "--json"], capsys)[1])["repr"] == "{'a': 1}"
+    assert "one pickled object" in _run(["inspect", uri, LIB, "blob"], capsys)[1]
     # --as-of takes an ISO time as a time, not a snapshot name
     assert "2024-02-03" in _run(["read", uri, LIB, "AAPL", "--as-of", "2100-01-01"], capsys)[1]
     code, _, err = _run(["read", uri, LIB, "AAPL", "--as-of", "2000-01-01"], capsys)
@@ -244,6 +249,7 @@ def test_inspect_shows_version_index_and_segments(uri: str, capsys: pytest.Captu
     (["read", "{uri}", LIB, "AAPL", "--date-range", "2024-02-01", "2024-01-01"], 4, "start is after the end"),
     (["read", "{uri}", LIB, "AAPL", "--date-range", "soon", "-"], 4, "not a date"),
     (["read", "{uri}", LIB, "blob", "--columns", "a"], 4, "pickled"),
+    (["compact", "{uri}", LIB, "blob"], 4, "pickled object"),
     (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/out.xlsx"], 4, "cannot tell the format"),
     (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/no/such/dir/out.csv"], 5, "cannot write"),
     (["snapshot", "create", "{uri}", LIB, "snap0"], 1, "already exists"),
@@ -346,3 +352,21 @@ def test_convert_parquet_to_fermion_and_back(tmp_path: pathlib.Path, capsys: pyt
         got, _, err = _run(["convert", *(str(tmp_path / a) for a in argv)], capsys)
         assert got == code and needle in err and err.count("\n") == 1
     assert not list(tmp_path.glob("x.*")) and not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_the_cli_uses_only_public_modules() -> None:
+    """The command line sits above the library (docs/architecture.md): it imports arcticlite's
+    public names and public packages, never a private module outside its own package."""
+    import ast
+
+    root = pathlib.Path(adb.__file__).parent
+    bad = []
+    for path in [root / "__main__.py", *sorted((root / "cli").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("arcticlite") and not name.startswith("arcticlite.cli") and \
+                        any(part.startswith("_") and part != "__main__" for part in name.split(".")):
+                    bad.append(f"{path.name} imports {name}")
+    assert not bad, bad

@@ -99,8 +99,9 @@ def describe(args: argparse.Namespace) -> int:
     print(f"stored     {total:,} bytes in all versions: "
           + ", ".join(f"{k} {v['bytes']:,} B / {v['keys']} keys" for k, v in d["stored"].items() if v["keys"]))
     print("columns")
+    width = max((len(str(c["name"])) for c in d["columns"]), default=0)
     for c in d["columns"]:
-        print(f"  {c['name']}  {c['dtype']}")
+        print(f"  {str(c['name']):{width}}  {c['dtype']}")
     return 0
 
 
@@ -121,7 +122,10 @@ def read(args: argparse.Namespace) -> int:
             raise CliError(f"symbol {args.symbol!r} holds a pickled object, not a table: read it without "
                            "--date-range, --columns, --where or --to", BAD_INPUT)
         data = lib.read(args.symbol, as_of=version).data
-        print(repr(data))
+        if args.json:
+            emit_json({"symbol": args.symbol, "pickled": True, "repr": repr(data)})
+        else:
+            print(repr(data))
         return 0
     shown = None
     if head is None and args.tail is None and not args.to and not args.json:
@@ -155,7 +159,8 @@ def inspect(args: argparse.Namespace) -> int:
         hist = lib.inspect_versions(args.symbol)
         rec = hist[hist["version"] == vid]
         idx = lib.inspect_index(args.symbol, version)
-        segs = lib.inspect_segments(args.symbol, version)
+        pickled = lib.get_description(args.symbol, as_of=version).row_count is None
+        segs = pd.DataFrame() if pickled else lib.inspect_segments(args.symbol, version)
         if args.json:
             emit_json({"version": records(rec)[0] if len(rec) else {"version": vid},
                        "index": records(idx), "segments": records(segs)})
@@ -166,8 +171,11 @@ def inspect(args: argparse.Namespace) -> int:
             f"{int(r['index_height'])}, created {r['created']}" if r is not None and pd.notna(r["rows"]) else ""))
         print(f"\nindex ({len(idx)} segments, {int(idx['bytes'].sum()) if len(idx) else 0:,} bytes)")
         emit_table(idx)
-        print("\nsegments (per column: pages, encodings, compressed and raw bytes)")
-        emit_table(segs)
+        if pickled:
+            print("\nsegments: one pickled object (no columns, pages or encodings)")
+        else:
+            print("\nsegments (per column: pages, encodings, compressed and raw bytes)")
+            emit_table(segs)
         return 0
     if args.json:
         emit_json(records(frame))

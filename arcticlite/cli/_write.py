@@ -113,6 +113,8 @@ def compact(args: argparse.Namespace) -> int:
     lib = open_library(args, writes=not args.plan)
     if args.symbol:
         require_symbol(lib, args.symbol)
+        if lib.get_description(args.symbol).row_count is None:
+            raise CliError(f"symbol {args.symbol!r} holds a pickled object: it has no segments to compact", BAD_INPUT)
     # every symbol holding a table (a pickled object has no segments to compact)
     syms = [args.symbol] if args.symbol else [s for s in sorted(lib.list_symbols())
                                               if lib.get_description(s).row_count is not None]
