@@ -370,3 +370,19 @@ def test_the_cli_uses_only_public_modules() -> None:
                         any(part.startswith("_") and part != "__main__" for part in name.split(".")):
                     bad.append(f"{path.name} imports {name}")
     assert not bad, bad
+
+
+@pytest.mark.s3
+def test_a_write_the_store_refuses_exits_6(s3_server: object, s3_uri: str, tmp_path: pathlib.Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.parquet"
+    _frame("2024-01-01", 3).to_parquet(src)
+    assert _run(["write", s3_uri, LIB, "S", str(src)], capsys)[0] == 0
+    before = _contents(s3_uri)
+    s3_server.fail_next(50, status=403, methods={"PUT"})  # type: ignore[attr-defined]
+    later = tmp_path / "later.parquet"
+    _frame("2024-02-01", 3).to_parquet(later)
+    code, _, err = _run(["append", s3_uri, LIB, "S", str(later)], capsys)
+    s3_server.clear_faults()  # type: ignore[attr-defined]
+    assert code == 6 and "PermissionException" in err and "access denied" in err
+    assert _contents(s3_uri) == before
