@@ -281,3 +281,15 @@ def test_multiindex_merges_by_its_first_level(lib: Library) -> None:
     expected = pd.DataFrame({"a": [1, 9, 9, 8]}, index=mi((0, 1), (1, 5), (1, 5), (6, 6)))
     pd.testing.assert_frame_equal(read(lib, "m"), expected)
     assert lib.read("m", date_range=(pd.Timestamp("2024-01-02"), None)).data.shape == (3, 1)
+
+
+def test_a_refusal_after_a_chunk_was_written_leaves_no_key_behind(ac: object) -> None:
+    small = ac.create_library("small", LibraryOptions(rows_per_segment=10))  # type: ignore[attr-defined]
+    df = pd.DataFrame({"a": np.arange(100)}, index=pd.date_range("2024-01-01", periods=100))
+    small.write("s", df)
+    keys = sorted(small._store.list_keys(""))
+    src = pd.concat([df.iloc[[5]], df.iloc[[95]], df.iloc[[95]]])  # chunk 1 merges; chunk 10 is ambiguous
+    with pytest.raises(UserInputException, match="stored row 95"):
+        small.merge("s", src)
+    assert sorted(small._store.list_keys("")) == keys
+    assert small.read("s").version == 0
