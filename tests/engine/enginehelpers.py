@@ -81,3 +81,89 @@ def effective_options(options: LibraryOptions) -> LibraryOptions:
     if options.encoding_version is not None:
         return options
     return dataclasses.replace(options, encoding_version=EncodingVersion.V1)
+
+
+def acked_append_worker(uri: str, lib_name: str, sym: str, tag: int, n: int, barrier: Any, acked: Any,
+                        conditional: bool = True) -> None:
+    """:func:`append_worker` that counts its acknowledged appends in ``acked[tag]`` (after each
+    call returns). ``conditional=False`` writes through :class:`arcticlite.testing.UnconditionalStore`
+    (the control: conditional writes switched off)."""
+    from arcticlite import Arctic
+
+    if conditional:
+        ac = Arctic(uri)
+    else:
+        from arcticlite.storage import open_store
+        from arcticlite.testing import UnconditionalStore
+
+        ac = Arctic(uri, store=UnconditionalStore(open_store(uri)))
+    lib = ac[lib_name]
+    barrier.wait()
+    for k in range(n):
+        df = pd.DataFrame({"tag": np.array([tag], dtype=np.int64), "seq": np.array([k], dtype=np.int64)},
+                          index=pd.DatetimeIndex([APPEND_TS]))
+        lib.append(sym, df)
+        acked[tag] += 1  # one writer per slot: no lock needed
+
+
+def check_appended(data: pd.DataFrame, writers: int) -> tuple[list[int], list[str]]:
+    """Rows per writer of a frame of :func:`acked_append_worker` appends, and what is wrong with
+    it: each writer's ``seq`` must be 0, 1, ... in order (no gap, no duplicate, no stray value)."""
+    counts, problems = [], []
+    tags = data["tag"].to_numpy()
+    seqs = data["seq"].to_numpy()
+    if set(np.unique(tags).tolist()) - set(range(writers)):
+        problems.append(f"unknown tags {sorted(set(np.unique(tags).tolist()) - set(range(writers)))}")
+    if not (data.index == APPEND_TS).all():
+        problems.append("index values changed")
+    for t in range(writers):
+        mine = seqs[tags == t].tolist()
+        counts.append(len(mine))
+        if mine != list(range(len(mine))):
+            problems.append(f"writer {t}: seq {mine[:10]}... is not 0, 1, 2, ...")
+    return counts, problems
+
+
+def reader_worker(uri: str, lib_name: str, sym: str, writers: int, acked: Any, stop: Any, queue: Any) -> None:
+    """Read the latest version of ``sym`` until ``stop`` is set (and once more after), checking
+    each version seen: its rows are exactly one per version (``version + 1``), hold every append
+    acknowledged before the read began, hold each writer's appends intact and in order, and
+    neither the version nor any writer's rows go backwards from the previous read. Puts
+    ``(reads, versions seen, [violations])`` on ``queue``."""
+    import traceback
+
+    from arcticlite import Arctic
+    from arcticlite.exceptions import NoDataFoundException
+
+    try:
+        lib = Arctic(uri)[lib_name]
+        reads, seen, violations = 0, set(), []
+        last_version, last_counts = -1, [0] * writers
+        while True:
+            final = stop.is_set()
+            before = list(acked[:])
+            try:
+                item = lib.read(sym)
+            except NoDataFoundException:
+                if sum(before):
+                    violations.append(f"symbol missing after {sum(before)} acknowledged appends")
+                if final:
+                    break
+                continue
+            reads += 1
+            seen.add(item.version)
+            counts, problems = check_appended(item.data, writers)
+            violations += [f"v{item.version}: {p}" for p in problems]
+            if len(item.data) != item.version + 1:
+                violations.append(f"v{item.version}: {len(item.data)} rows, expected {item.version + 1}")
+            lost = [t for t in range(writers) if counts[t] < before[t]]
+            if lost:
+                violations.append(f"v{item.version}: acknowledged appends missing for writers {lost}")
+            if item.version < last_version or any(c < p for c, p in zip(counts, last_counts, strict=True)):
+                violations.append(f"went backwards: v{last_version} -> v{item.version}")
+            last_version, last_counts = item.version, counts
+            if final:
+                break
+        queue.put((reads, len(seen), violations))
+    except BaseException:
+        queue.put(traceback.format_exc())
