@@ -97,6 +97,7 @@ from arcticlite.table import (
     collect_garbage,
     commit_op,
     compaction_tasks,
+    consumed_staged,
     merge_sorted,
     plan_compaction,
     rewrite_compaction,
@@ -897,10 +898,18 @@ class Library:
             if stage_results is not None:
                 self._missing_stage_results(sym, stage_results)
             raise
+        used = consumed_staged(self._table, sym, [e.key for e in staged])
+        if used:  # left by a finalize that died after its commit: already in a version
+            self._store.delete(sorted(used))
+            if stage_results is not None:
+                self._missing_stage_results(sym, stage_results)
+            staged = [e for e in staged if e.key not in used]
         if not staged:
             raise UserInputException(f"E_NO_STAGED_SEGMENTS: no staged data for symbol {sym!r}; stage() first")
+        op = make(staged)
+        op.consumed = [e.key for e in staged]  # named in the version record (see table CONSUMED)
         try:
-            rec = self._apply(sym, make(staged), prune)
+            rec = self._apply(sym, op, prune)
         except Exception:
             if delete_on_failure:
                 self._store.delete([e.key for e in staged])

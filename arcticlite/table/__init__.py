@@ -59,6 +59,7 @@ from arcticlite.table._segments import (
     write_tail,
 )
 from arcticlite.table._stage import StagedEntry, merge_sorted, staged_keys, staged_symbols
+from arcticlite.table._stage import consumed as consumed_staged
 from arcticlite.table._stage import entries as staged_entries
 from arcticlite.table._stage import record as stage_record
 from arcticlite.table._stage import stage as stage_table
@@ -98,6 +99,7 @@ __all__ = [
     "combine_sorted",
     "commit_op",
     "compaction_tasks",
+    "consumed_staged",
     "data_record",
     "iloc_range",
     "index_bounds",

@@ -49,7 +49,7 @@ from arcticlite.table._segments import (
     write_segments,
     write_tail,
 )
-from arcticlite.version import LibraryKeys, VersionRecord
+from arcticlite.version import LibraryKeys, VersionEngine, VersionRecord
 
 
 class TableEngine(Protocol):
@@ -59,6 +59,7 @@ class TableEngine(Protocol):
     keys: LibraryKeys
     options: Any
     pools: Pools
+    versions: VersionEngine
 
     def index(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO: ...
 
@@ -110,6 +111,11 @@ def slice_cuts(rec: VersionRecord) -> tuple[int, ...]:
     """The rows of ``rec`` where a row slice begins inside a segment (see :data:`SLICES`)."""
     return tuple(int(x) for x in rec.extra.get(SLICES, ()))
 
+
+CONSUMED = "staged"
+"""Key of a version record's ``extra``: the staged entries (their key's last part) the version
+was finalized from. The entries are deleted after the commit; if the process dies in between,
+readers of the staging area see from this that they were used, and skip (then delete) them."""
 
 def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema) -> norm.NormMeta:
     """The stored meta after adding ``nmeta``'s data to ``bmeta``'s under ``schema``:
@@ -496,8 +502,16 @@ class Finalize(Operation):
         self.meta, self.schema, self.is_dt = meta, schema, is_dt
         self.validate_index = validate_index
         self.append, self.metadata = append, metadata
+        #: the staged entries (keys) this version is finalized from, named in its record
+        self.consumed: list[str] = []
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
+        rec = self._build(head, base, seq)
+        if self.consumed:
+            rec.extra[CONSUMED] = [k.rsplit("/", 1)[-1] for k in self.consumed]
+        return rec
+
+    def _build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         e, sym, meta, schema = self.engine, self.sym, self.meta, self.schema
         index = e.index(sym, self.sink)
         if not self.append or base is None:

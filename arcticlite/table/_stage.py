@@ -24,7 +24,7 @@ from arcticlite import normalize as norm
 from arcticlite._envelope import KIND_STAGED, seal, unseal
 from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.index import ROW_DTYPE
-from arcticlite.table._ops import TableEngine, describe_types, index_bounds, refuse_nat
+from arcticlite.table._ops import CONSUMED, TableEngine, describe_types, index_bounds, refuse_nat
 from arcticlite.table._read import schema_bytes, schema_from
 from arcticlite.table._segments import fill_missing, read_segments, write_segments
 from arcticlite.version import unescape
@@ -108,10 +108,33 @@ def _backfilled(tables: list[pa.Table]) -> list[pa.Table]:
     return out
 
 
+#: how far apart the clocks of a staging and a finalizing machine may be
+CLOCK_SKEW_NS = 3600 * 10**9
+
+
+def consumed(engine: TableEngine, sym: str, keys: list[str]) -> set[str]:
+    """The staged entries among ``keys`` that a committed version of ``sym`` was already
+    finalized from (left behind by a finalize that died after its commit). Reads only the
+    versions committed since the oldest of them was staged."""
+    if not keys:
+        return set()
+    names = {k.rsplit("/", 1)[-1]: k for k in keys}
+    oldest = min(int(n[:20]) if n[:20].isdigit() else 0 for n in names) - CLOCK_SKEW_NS
+    used: set[str] = set()
+    for rec in engine.versions.history(sym):
+        if rec.created_ns < oldest:
+            break
+        used.update(n for n in rec.extra.get(CONSUMED, ()) if n in names)
+    return {names[n] for n in used}
+
+
 def staged_symbols(engine: TableEngine) -> list[str]:
-    """Symbols with staged entries."""
+    """Symbols with staged entries (not counting entries a committed version already used)."""
     prefix = engine.keys.staged_prefix()
-    return sorted({unescape(k[len(prefix):].split("/", 1)[0]) for k in engine.store.list_keys(prefix)})
+    by_sym: dict[str, list[str]] = {}
+    for k in engine.store.list_keys(prefix):
+        by_sym.setdefault(unescape(k[len(prefix):].split("/", 1)[0]), []).append(k)
+    return sorted(sym for sym, keys in by_sym.items() if len(consumed(engine, sym, keys)) < len(keys))
 
 
 def staged_keys(engine: TableEngine, sym: str, job: str | None = None) -> list[str]:

@@ -9,12 +9,19 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from enginehelpers import assert_frame_equal, endless_append_worker, frame
 
 from arcticlite import Arctic, Library
-from arcticlite.exceptions import ArcticException, CommitStateUnknownError, StorageException
+from arcticlite.exceptions import (
+    ArcticException,
+    CommitStateUnknownError,
+    MissingKeysInStageResultsError,
+    StorageException,
+    UserInputException,
+)
 from arcticlite.storage import FaultInjectingStore, KVStore, open_store
 from arcticlite.testing import CrashingStore, SimulatedCrash
 
@@ -296,12 +303,7 @@ def _fresh_stores(backend: str, tmp_path: Any, request: pytest.FixtureRequest) -
 
 @pytest.mark.parametrize("backend", [pytest.param("lmdb", marks=pytest.mark.lmdb),
                                      pytest.param("s3", marks=pytest.mark.s3)])
-@pytest.mark.parametrize("op", [
-    pytest.param(op, marks=pytest.mark.xfail(strict=True, reason=(
-        "known defect: finalize commits, then deletes the staged entries in a separate call; a crash "
-        "between the two leaves the new version and the staged entry, which get_staged_symbols lists "
-        "and a second finalize would append again"))) if op == "finalize_staged_data" else op
-    for op in STEP_OPS])
+@pytest.mark.parametrize("op", STEP_OPS)
 def test_crash_at_every_step_boundary(backend: str, op: str, tmp_path: Any, request: pytest.FixtureRequest) -> None:
     """The process dies before each store call of ``op`` in turn (calls 1 .. N-1 landed): a
     fresh client then reads every listed version and snapshot completely, sees exactly the
@@ -340,3 +342,32 @@ def test_crash_at_every_step_boundary(backend: str, op: str, tmp_path: Any, requ
         assert lib.gc(grace_period=0, dry_run=True).unreachable == 0, f"{op}: orphan left at call {n}"
     assert outcomes["half-visible"] == [], f"{op} ({calls} calls): {outcomes}"
     assert 1 in outcomes["before"]  # a crash at the first call leaves the old state
+
+
+def test_a_finalize_that_dies_after_its_commit_is_not_finalized_again(tmp_path: Any) -> None:
+    # the commit names the staged entries it used; their deletion, a separate call, never
+    # happens here: the entries are then skipped (and cleaned up), never appended twice
+    df = pd.DataFrame({"x": np.arange(4)}, index=pd.date_range("2024-01-01", periods=4, freq="D"))
+
+    def staged(name: str) -> tuple[str, list[Any]]:
+        uri = f"lmdb://{tmp_path}/{name}"
+        lib = Arctic(uri).create_library("lib")
+        return uri, [lib.stage("s", df.iloc[:2]), lib.stage("s", df.iloc[2:])]
+
+    uri, results = staged("count")
+    counting = CrashingStore(Arctic(uri)._store)
+    Arctic(uri, store=counting)["lib"].finalize_staged_data("s", stage_results=results)
+    at = next(i + 1 for i, c in enumerate(counting.calls) if c.startswith("delete") and "/stage/" in c)
+    uri, results = staged("crash")  # the same state again; now die at that deletion
+    with pytest.raises(SimulatedCrash):
+        Arctic(uri, store=CrashingStore(Arctic(uri)._store, crash_at=at))["lib"].finalize_staged_data(
+            "s", stage_results=results)
+    fresh = Arctic(uri)["lib"]
+    assert_frame_equal(fresh.read("s").data, df)  # committed
+    assert fresh.get_staged_symbols() == []  # the leftovers are known to be used
+    with pytest.raises(MissingKeysInStageResultsError):
+        fresh.finalize_staged_data("s", stage_results=results, mode="append")
+    with pytest.raises(UserInputException, match="no staged data"):
+        fresh.finalize_staged_data("s", mode="append")
+    assert_frame_equal(fresh.read("s").data, df)  # not appended a second time
+    assert not list(fresh._store.list_keys(fresh._table.keys.staged_prefix()))  # and cleaned up
