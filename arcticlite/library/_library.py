@@ -712,7 +712,7 @@ class Library:
         check_scannable(read)
         uri = self._worker_uri()
         return ScanPlan(uri=uri, library=self._name, symbol=sym, version=rec.vid, schema=scan_schema(read),
-                        read=read, _store=self._store)
+                        read=read, read_only=self._read_only, _store=self._store)
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:

@@ -32,14 +32,15 @@ from arcticlite.version import LibraryKeys
 #: Query clauses a task can run on its own rows (anything else needs all rows at once).
 ROW_WISE = frozenset({"filter", "project", "date_range"})
 
-_stores: dict[tuple[int, str], KVStore] = {}
+_stores: dict[tuple[int, str, bool], KVStore] = {}
 _stores_lock = threading.Lock()
 
 
-def store_for(uri: str) -> KVStore:
+def store_for(uri: str, read_only: bool = False) -> KVStore:
     """One store per URI per process, shared by the tasks that run there (LMDB environments
-    must not be opened twice by one process; S3 clients are costly to build)."""
-    key = (os.getpid(), uri)
+    must not be opened twice by one process; S3 clients are costly to build). ``read_only``
+    opens it as ``Arctic(uri, read_only=True)`` does (tasks of a read-only library)."""
+    key = (os.getpid(), uri, read_only)
     store = _stores.get(key)
     if store is None:
         if uri.startswith("mem://"):
@@ -50,7 +51,7 @@ def store_for(uri: str) -> KVStore:
         with _stores_lock:
             store = _stores.get(key)
             if store is None:
-                store = _stores[key] = open_store(uri)
+                store = _stores[key] = open_store(uri, read_only=read_only)
     return store
 
 
@@ -73,6 +74,8 @@ class ScanTask:
         Rows stored in this task's segments (an upper bound of what it yields).
     nbytes : int
         Stored bytes of this task's segments (all their columns).
+    read_only : bool
+        Open the store read-only (the scan of a library opened with ``read_only=True``).
     """
 
     uri: str = field(repr=False)  # may hold credentials
@@ -80,6 +83,7 @@ class ScanTask:
     plan: ReadPlan
     rows: int
     nbytes: int
+    read_only: bool = False
 
     @property
     def segments(self) -> int:
@@ -99,7 +103,7 @@ class ScanTask:
 
     def to_table(self, store: KVStore | None = None) -> pa.Table:
         """This task's rows as one Arrow table."""
-        st = store if store is not None else store_for(self.uri)
+        st = store if store is not None else store_for(self.uri, self.read_only)
         table, meta = read_arrow(st, LibraryKeys(self.library), self.plan)
         return _output(table, meta)
 
@@ -120,6 +124,8 @@ class ScanPlan:
         ``index`` when unnamed), then the data columns.
     read : ReadPlan
         The engine's plan: segments, rows, columns, ranges, query.
+    read_only : bool
+        Its tasks open the store read-only (a library opened with ``read_only=True``).
     """
 
     uri: str = field(repr=False)  # may hold credentials
@@ -128,11 +134,13 @@ class ScanPlan:
     version: int
     schema: pa.Schema
     read: ReadPlan
+    read_only: bool = False
     _store: Any = field(default=None, repr=False, compare=False)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # the planning process's store stays behind: a plan unpickled elsewhere opens the URI
-        return (ScanPlan, (self.uri, self.library, self.symbol, self.version, self.schema, self.read))
+        return (ScanPlan, (self.uri, self.library, self.symbol, self.version, self.schema, self.read,
+                           self.read_only))
 
     @property
     def segments(self) -> int:
@@ -184,6 +192,7 @@ class ScanPlan:
                 part = leaves[bounds[first] : b]
                 rows = int((part["end_row"] - part["start_row"])[np.r_[True, part["start_row"][1:] != part["start_row"][:-1]]].sum())
                 tasks.append(ScanTask(uri=self.uri, library=self.library, plan=self.read.with_leaves(part),
+                                      read_only=self.read_only,
                                       rows=rows, nbytes=int(part["nbytes"].sum())))
                 first, acc, acc_rows = g + 1, 0, 0
         return tasks

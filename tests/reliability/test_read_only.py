@@ -180,6 +180,9 @@ _READER = textwrap.dedent("""
     lib = ac["lib"]
     assert lib.read("s").data["x"].tolist() == [0, 1, 2, 3, 0, 1], lib.read("s").data
     assert lib.list_symbols() == ["s", "t"]
+    import pickle  # a scan task, as a worker process runs it: it opens the store read-only too
+    task = pickle.loads(pickle.dumps(lib.scan("s").tasks()[0]))
+    assert task.read_only and task.to_table().column("x").to_pylist() == [0, 1, 2, 3, 0, 1]
     try:
         lib.write("s", lib.read("s").data)
     except PermissionException as exc:
