@@ -163,7 +163,8 @@ _NS_PER_US = 1000
 
 @dataclass(frozen=True)
 class Pushed:
-    """One pushed comparison: ``column op value`` (op in ==, >, >=, <, <=, in)."""
+    """One pushed comparison: ``column op value`` (op in ==, >, >=, <, <=, in; or isna / notna,
+    without a value)."""
 
     column: str
     op: str
@@ -186,12 +187,22 @@ def _literal(value: Any, spark_type: Any) -> Any:
 def pushable(flt: Any, schema: StructType) -> Pushed | None:
     """The comparison a Spark filter stands for, if arcticlite evaluates it exactly as Spark.
 
-    Pushed: =, <, <=, >, >=, IN on integer, string, boolean and timestamp columns. Not pushed
-    (Spark evaluates them after the scan): floats (Spark orders NaN above every number), decimals
-    and unsigned 64-bit ints, dates, NOT, null-safe equality, string prefix / suffix / contains.
+    Pushed: =, <, <=, >, >=, IN on integer, string, boolean and timestamp columns; IS NULL and
+    IS NOT NULL on string and timestamp columns (where a missing value is Spark's null; a float's
+    NaN is not, and a dynamic-schema integer column absent from some rows reads as 0 but counts
+    as missing in a query). Not pushed (Spark evaluates them after the scan): floats (Spark
+    orders NaN above every number), decimals and unsigned 64-bit ints, dates, NOT, null-safe
+    equality, string prefix / suffix / contains.
     """
     from pyspark.sql import datasource as ds
     from pyspark.sql import types as T
+
+    nulls = {getattr(ds, "IsNull", None): "isna", getattr(ds, "IsNotNull", None): "notna"}
+    if type(flt) in nulls and len(flt.attribute) == 1 and flt.attribute[0] in schema.names:
+        col = flt.attribute[0]
+        if isinstance(schema[col].dataType, (T.StringType, T.TimestampType, T.TimestampNTZType)):
+            return Pushed(col, nulls[type(flt)], None)
+        return None
 
     ops = {ds.EqualTo: "==", ds.GreaterThan: ">", ds.GreaterThanOrEqual: ">=",
            ds.LessThan: "<", ds.LessThanOrEqual: "<=", ds.In: "in"}
@@ -231,7 +242,9 @@ def query_of(pushed: list[Pushed]) -> Any:
     for p in pushed:
         c = q[p.column]
         v = p.value
-        if isinstance(v, pd.Timestamp):
+        if p.op in ("isna", "notna"):
+            e = c.isna() if p.op == "isna" else c.notna()
+        elif isinstance(v, pd.Timestamp):
             if p.op == ">":
                 e = c >= v + one_us
             elif p.op == "<=":

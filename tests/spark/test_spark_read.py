@@ -98,6 +98,9 @@ PREDICATES = [
     "f > 0.5 AND a < 300",
     "NOT (a = 3) AND a < 10",
     "s LIKE 'k1%' AND a BETWEEN 10 AND 500",
+    "s IS NULL",
+    "s IS NOT NULL AND a < 20",
+    "ts IS NOT NULL AND a >= 990",
 ]
 
 
@@ -109,6 +112,7 @@ def _canon(rows: list[Any]) -> list[tuple[Any, ...]]:
 def test_pushdown_equals_no_pushdown(spark: Any, lib: Any, reader: Any) -> None:
     df = _frame()
     df.loc[df.index[5], "f"] = np.nan  # Spark orders NaN above every number: floats are not pushed
+    df.loc[df.index[[3, 500, 501]], "s"] = None  # IS NULL on strings is pushed
     lib.write("pd", df)
     sizes = []
     for pred in PREDICATES:  # one load() per filtered query: see docs/spark.md on pushdown
@@ -137,6 +141,12 @@ def test_pushed_filters_prune_segments_at_planning(lib: Any, lmdb_uri: str) -> N
 
     list(rd2.pushFilters([ds.LessThan(("ts",), dt.datetime(2024, 1, 2, tzinfo=dt.UTC))]))
     assert rd2.plan().segments == 1
+    # IS NULL / IS NOT NULL: pushed on strings and timestamps, left to Spark on numbers (NaN)
+    schema3 = T.StructType([*schema.fields, T.StructField("s", T.StringType())])
+    rd3 = ArcticLitePushdownReader(ReadOptions.parse(options), schema3)
+    nulls = [ds.IsNull(("s",)), ds.IsNotNull(("ts",)), ds.IsNull(("f",)), ds.IsNotNull(("a",))]
+    assert list(rd3.pushFilters(nulls)) == nulls[2:]
+    assert rd3.plan().segments == 0  # no string is missing: every segment pruned by its null count
 
 
 def test_pushdown_exact_at_sub_microsecond_timestamps(lib: Any, reader: Any) -> None:
