@@ -32,6 +32,7 @@ All derive from ``RuntimeError``, as in ArcticDB. Backend errors (``lmdb.Error``
     │   ├── LmdbMapFullError
     │   ├── StorageUnavailableError             transport failed after bounded retries
     │   ├── AmbiguousWriteError                 a conditional write may or may not have landed
+    │   ├── BucketNotFoundError                 the URI's S3 bucket does not exist
     │   └── ConditionalWritesUnsupportedError   the endpoint ignores If-None-Match
     ├── CorruptDataError                        stored bytes fail validation: restore or delete
     │   ├── InvalidFileError                    short file, bad magic
@@ -74,6 +75,7 @@ __all__ = [
     "ArcticNativeException",
     "ArcticNativeNotYetImplemented",
     "ArcticUnsupportedDataTypeException",
+    "BucketNotFoundError",
     "ChecksumError",
     "CodecException",
     "CommitConflictError",
@@ -185,6 +187,10 @@ class CodecException(ArcticException):
 
 class StorageException(ArcticException):
     """The key-value store failed or refused an operation."""
+
+
+class BucketNotFoundError(StorageException):
+    """The S3 bucket the URI names does not exist (S3 said NoSuchBucket)."""
 
 
 class KeyNotFoundException(StorageException, KeyError):

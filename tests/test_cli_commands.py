@@ -307,6 +307,13 @@ def test_python_dash_m_end_to_end(tmp_path: pathlib.Path) -> None:
 
 
 @pytest.mark.s3
+def test_a_missing_bucket_is_not_found(s3_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    gone = s3_uri.replace("s3://127.0.0.1:", "s3://127.0.0.1:no-such-bucket-", 1)
+    code, _, err = _run(["libraries", gone], capsys)
+    assert code == 3 and "does not exist (S3 said NoSuchBucket)" in err
+
+
+@pytest.mark.s3
 def test_every_command_on_s3(s3_uri: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "in.parquet"
     _frame("2024-01-01", 6).to_parquet(src)

@@ -64,6 +64,7 @@ EXCEPTIONS = [
     "ArcticNativeException",
     "ArcticNativeNotYetImplemented",
     "ArcticUnsupportedDataTypeException",
+    "BucketNotFoundError",
     "ChecksumError",
     "CodecException",
     "CommitConflictError",

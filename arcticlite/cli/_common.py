@@ -16,6 +16,7 @@ import pandas as pd
 import arcticlite as adb
 from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
+    BucketNotFoundError,
     CommitError,
     LibraryNotFound,
     NoDataFoundException,
@@ -43,7 +44,7 @@ def exit_code(exc: BaseException) -> int:
     """The exit code of an error raised by a command."""
     if isinstance(exc, CliError):
         return exc.code
-    if isinstance(exc, NoDataFoundException | LibraryNotFound):
+    if isinstance(exc, NoDataFoundException | LibraryNotFound | BucketNotFoundError):
         return NOT_FOUND
     if isinstance(exc, PermissionException):
         return READ_ONLY

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from arcticlite.exceptions import (
     AmbiguousWriteError,
+    BucketNotFoundError,
     ConditionalWritesUnsupportedError,
     KeyNotFoundException,
     MissingDependencyError,
@@ -269,7 +270,7 @@ class S3Store(KVStore):
                         ) from exc
                     raise
                 if code == "NoSuchBucket":
-                    raise StorageException(
+                    raise BucketNotFoundError(
                         f"{what}: bucket {self.bucket!r} does not exist (S3 said NoSuchBucket); "
                         "check the URI or create the bucket") from exc
                 if code in _MISSING_CODES or status in (404, 416) or code == "InvalidRange":
