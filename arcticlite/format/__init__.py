@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from arcticlite.format._alloc import empty
 from arcticlite.format._encodings import ENCODING_NAMES
+from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
 from arcticlite.format._parquet import from_parquet, to_parquet
 from arcticlite.format._range import RangeReader
@@ -37,6 +38,7 @@ __all__ = [
     "ENCODING_NAMES",
     "FermionReader",
     "FermionWriter",
+    "Intervals",
     "RangeReader",
     "VERSION_MAJOR",
     "VERSION_MINOR",
@@ -45,6 +47,8 @@ __all__ = [
     "empty",
     "encode",
     "from_parquet",
+    "intersect_intervals",
+    "merge_intervals",
     "to_parquet",
 ]
 

@@ -36,6 +36,7 @@ from arcticlite.format._decode import (
     plan_flat,
     plan_whole,
 )
+from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._meta import (
     P_ITEMS,
     CitEntry,
@@ -60,7 +61,6 @@ EXPANSION_LIMIT = 4096
 _INTERNAL = (ValueError, IndexError, TypeError, OverflowError, KeyError, AssertionError,
              MemoryError, UnicodeDecodeError, struct.error, pa.ArrowException)
 
-Intervals = list[tuple[int, int]]
 _SCHEMAS: dict[tuple[int, ...], tuple[list[pa.Field], Any, pa.Schema]] = {}
 _SYSTEM_FIELD = pa.field("__batch_meta__", pa.int64())
 EAGER_FILE_BYTES = 64 * 1024
@@ -89,29 +89,6 @@ def _object_type(t: pa.DataType) -> pa.DataType:
 
 
 _read_schema_meta = _guard(read_schema_meta)
-
-
-def _intersect(a: Intervals, b: Intervals) -> Intervals:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo < hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _merge(iv: Intervals) -> Intervals:
-    out: Intervals = []
-    for a, b in sorted(iv):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        elif a < b:
-            out.append((a, b))
-    return out
 
 
 class FermionReader:
@@ -405,7 +382,7 @@ class FermionReader:
             for k in np.flatnonzero(keep):
                 a = base + int(pg[k]["first_item"])
                 out.append((a, a + int(pg[k]["item_count"])))
-        return _merge(out)
+        return merge_intervals(out)
 
     # ------------------------------------------------------------------ Bloom filters
     def _bloom_directory(self) -> B.Directory | None:
@@ -499,7 +476,7 @@ class FermionReader:
         ivs: Intervals = [(0, self.num_rows)] if self.num_rows else []
         if row_range is not None:
             a, b = (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
-            ivs = _intersect(ivs, [(a, b)] if a < b else [])
+            ivs = intersect_intervals(ivs, [(a, b)] if a < b else [])
         return self._and(terms, idx, ivs, bloom)
 
     def _and(self, terms: list[F.Term], idx: dict[str, int], ivs: Intervals, bloom: bool) -> Intervals:
@@ -507,12 +484,12 @@ class FermionReader:
             if not ivs:
                 break
             if t.op == "or":
-                ivs = _merge([iv for alt in t.value for iv in self._and(alt, idx, ivs, bloom)])
+                ivs = merge_intervals([iv for alt in t.value for iv in self._and(alt, idx, ivs, bloom)])
                 continue
             i = idx[t.column]
             p = self._prune(t, i)
             if p is not None:
-                ivs = _intersect(ivs, p)
+                ivs = intersect_intervals(ivs, p)
             if ivs and bloom and self._bloom_excludes(t, i):
                 ivs = []
         return ivs
@@ -548,7 +525,7 @@ class FermionReader:
         self._load_cmbs(allidx)
         ivs = self._candidates(terms, row_range, bloom=True)
         if rows is not None:
-            ivs = _intersect(ivs, _merge([(max(0, int(a)), min(self.num_rows, int(b))) for a, b in rows]))
+            ivs = intersect_intervals(ivs, merge_intervals([(max(0, int(a)), min(self.num_rows, int(b))) for a, b in rows]))
         coll = self._collector()
         fins = [self._plan_column(self._cmeta[i], ivs, coll) for i in allidx]
         coll.run(self._rr, gap=self.gap, parallel=self.parallel)

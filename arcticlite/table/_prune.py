@@ -31,12 +31,12 @@ import pyarrow as pa
 
 from arcticlite import format as fermion
 from arcticlite.exceptions import ArcticException
+from arcticlite.format import Intervals, intersect_intervals, merge_intervals
 from arcticlite.index import hex_digests
 from arcticlite.storage import KVStore, MemoryStore
 from arcticlite.table._pools import Pools, shared
 from arcticlite.version import LibraryKeys
 
-Intervals = list[tuple[int, int]]
 Term = tuple[Any, str, Any]
 
 
@@ -76,29 +76,6 @@ def simple_terms(filters: Sequence[Term]) -> list[Term]:
     return out
 
 
-def _intersect(a: Intervals, b: Intervals) -> Intervals:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo < hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _union(parts: list[Intervals]) -> Intervals:
-    out: Intervals = []
-    for a, b in sorted(iv for p in parts for iv in p):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        elif a < b:
-            out.append((a, b))
-    return out
-
-
 def _combine(filters: Sequence[Term], judged: dict[int, tuple[Intervals | None, bool]], whole: Intervals,
              bloom: bool) -> Intervals:
     """Rows of ``whole`` that may pass the ANDed ``filters``, from each simple term's
@@ -108,13 +85,13 @@ def _combine(filters: Sequence[Term], judged: dict[int, tuple[Intervals | None, 
         if not ivs:
             return ivs
         if t[1] == "or":
-            ivs = _union([_combine(alt, judged, ivs, bloom) for alt in t[2]])
+            ivs = merge_intervals([iv for alt in t[2] for iv in _combine(alt, judged, ivs, bloom)])
             continue
         rows, excluded = judged.get(id(t), (None, False))
         if bloom and excluded:
             return []
         if rows is not None:
-            ivs = _intersect(ivs, rows)
+            ivs = intersect_intervals(ivs, rows)
     return ivs
 
 
@@ -224,7 +201,7 @@ def file_rows(candidates: Intervals, start: int, seg_offset: int, lo: int, hi: i
     """Absolute candidate rows of a row group starting at ``start`` as rows ``[lo, hi)`` of
     a segment file whose first row of the group is ``seg_offset``."""
     shift = seg_offset - start
-    return _intersect([(a + shift, b + shift) for a, b in candidates], [(lo, hi)] if lo < hi else [])
+    return intersect_intervals([(a + shift, b + shift) for a, b in candidates], [(lo, hi)] if lo < hi else [])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
