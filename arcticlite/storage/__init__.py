@@ -5,7 +5,12 @@ holds the conformance suite every backend and wrapper passes.
 """
 
 from arcticlite.storage._base import Buffer, KVStore
-from arcticlite.storage._faults import FaultInjectingStore, LatencyStore, LoggingStore
+from arcticlite.storage._faults import (
+    FaultInjectingStore,
+    LatencyStore,
+    LoggingStore,
+    WrappingStore,
+)
 from arcticlite.storage._lmdb import LmdbStore
 from arcticlite.storage._memory import MemoryStore
 from arcticlite.storage._open import open_store
@@ -36,6 +41,7 @@ __all__ = [
     "S3Store",
     "S3Uri",
     "StoreUri",
+    "WrappingStore",
     "open_store",
     "parse_size",
     "parse_uri",

@@ -16,7 +16,7 @@ from typing import TypeVar
 from arcticlite.exceptions import StorageUnavailableError
 from arcticlite.storage._base import Buffer, KVStore
 
-__all__ = ["ALL_OPS", "FaultInjectingStore", "LatencyStore", "LoggingStore"]
+__all__ = ["ALL_OPS", "FaultInjectingStore", "LatencyStore", "LoggingStore", "WrappingStore"]
 
 T = TypeVar("T")
 
@@ -38,8 +38,9 @@ ALL_OPS = frozenset(
 )
 
 
-class _WrappingStore(KVStore):
-    """Delegate every operation to ``inner`` through :meth:`_op`."""
+class WrappingStore(KVStore):
+    """Delegate every operation to ``inner`` through :meth:`_op` (the one hook a wrapper
+    overrides: fault injection, latency, logging, the crash battery's ``CrashingStore``)."""
 
     def __init__(self, inner: KVStore) -> None:
         self.inner = inner
@@ -97,7 +98,7 @@ class _WrappingStore(KVStore):
         self.inner.close()
 
 
-class FaultInjectingStore(_WrappingStore):
+class FaultInjectingStore(WrappingStore):
     """Make a store fail at seeded rates, before or after an operation lands.
 
     Parameters
@@ -183,7 +184,7 @@ class FaultInjectingStore(_WrappingStore):
         return result
 
 
-class LatencyStore(_WrappingStore):
+class LatencyStore(WrappingStore):
     """Add ``uniform(low, high)`` seconds of delay to every operation (for local experiments
     that imitate a remote store)."""
 
@@ -208,7 +209,7 @@ class LatencyStore(_WrappingStore):
         return fn()
 
 
-class LoggingStore(_WrappingStore):
+class LoggingStore(WrappingStore):
     """Log every operation (name, key, outcome, duration) at DEBUG; never values.
 
     Parameters
