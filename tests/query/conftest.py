@@ -8,7 +8,8 @@ pushdown paths (index range, row range, column pruning) are exercised.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,3 +50,22 @@ def sample_frame(n: int = 40, seed: int = 0, *, dt_index: bool = True) -> pd.Dat
     if dt_index:
         df.index = pd.date_range("2024-01-01", periods=n, freq="7min", name="ts")
     return df
+
+
+@pytest.fixture
+def whole_fetches(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], list[str]]:
+    """``watch(store)``: the data-segment keys ``store.read_many`` fetches whole from then on
+    (ranged reads of footers and filters are not counted)."""
+
+    def watch(store: Any) -> list[str]:
+        fetched: list[str] = []
+        read_many = store.read_many
+
+        def counting(keys: list[str]) -> list[object]:
+            fetched.extend(k for k in keys if "/tdata/" in k)
+            return read_many(keys)
+
+        monkeypatch.setattr(store, "read_many", counting)
+        return fetched
+
+    return watch

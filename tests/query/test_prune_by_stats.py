@@ -103,20 +103,12 @@ def test_columns_missing_from_old_segments_keep_their_row_groups(uri: str, monke
 
 
 @pytest.mark.s3
-def test_s3_reads_only_the_metadata_of_pruned_segments(s3_uri: str, decoded: list[int],
+def test_s3_reads_only_the_metadata_of_pruned_segments(s3_uri: str, decoded: list[int], whole_fetches: Any,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     lib = Arctic(s3_uri).create_library("p", LibraryOptions(rows_per_segment=1_000))
     df = frame()
     lib.write("s", df)
-    store = lib._store
-    fetched: list[str] = []
-    read_many = store.read_many
-
-    def counting(keys: list[str]) -> list[object]:
-        fetched.extend(k for k in keys if "/tdata/" in k)
-        return read_many(keys)
-
-    monkeypatch.setattr(store, "read_many", counting)
+    fetched = whole_fetches(lib._store)
     q = QueryBuilder()
     q = q[q["x"] < 1_500]
     got = lib.read("s", query_builder=q).data

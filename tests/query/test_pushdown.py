@@ -107,19 +107,11 @@ def test_bad_thresholds_are_refused_and_change_nothing(lmdb_uri: str) -> None:
 
 
 @pytest.mark.s3
-def test_s3_reads_only_tails_and_filters_of_pruned_segments(s3_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_s3_reads_only_tails_and_filters_of_pruned_segments(s3_uri: str, whole_fetches: Any) -> None:
     lib = make_lib(s3_uri, rows_per_segment=20_000)
     df = frame(80_000)
     lib.write("s", df)
-    store = lib._store
-    fetched: list[str] = []
-    read_many = store.read_many
-
-    def counting(keys: list[str]) -> list[object]:
-        fetched.extend(k for k in keys if "/tdata/" in k)
-        return read_many(keys)
-
-    monkeypatch.setattr(store, "read_many", counting)
+    fetched = whole_fetches(lib._store)
     v = int(df.k.iloc[123])
     q = QueryBuilder()
     q = q[q["k"] == v]
