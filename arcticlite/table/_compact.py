@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from arcticlite import format as fermion
 from arcticlite import normalize as norm
 from arcticlite.exceptions import InternalException, StorageException, UserInputException
-from arcticlite.index import EMPTY_ROOT, hex_digests
+from arcticlite.index import EMPTY_ROOT
 from arcticlite.storage import KVStore
-from arcticlite.table._ops import Compact, TableEngine, slice_cuts
+from arcticlite.table._ops import Compact, TableEngine, group_index_values, slice_cuts
 from arcticlite.table._pools import Pools, shared
 from arcticlite.table._read import meta_of, schema_of, widen_dynamic_leaves
 from arcticlite.table._scan import store_for
@@ -49,10 +48,7 @@ def cut_leaves(engine: TableEngine, sym: str, leaves: np.ndarray, cuts: tuple[in
             parts.append(grp)
             continue
         if is_dt:
-            col = meta.index_columns[0]
-            buf = engine.store.read(engine.keys.tdata(sym, hex_digests(grp[:1])[0]))
-            off = int(grp["seg_offset"][0])
-            vals = fermion.decode(buf, columns=[col]).column(0).cast(pa.int64()).to_numpy()[off : off + end - int(start)]
+            vals = group_index_values(engine, sym, grp, meta.index_columns[0])
         else:
             vals = np.arange(int(start), end, dtype=np.int64)
         for a, b in zip([int(start), *inner], [*inner, end], strict=True):

@@ -405,6 +405,14 @@ def _with_time_bounds(engine: TableEngine, sym: str, leaves: np.ndarray, index_c
     return out
 
 
+def group_index_values(engine: TableEngine, sym: str, grp: np.ndarray, index_col: str) -> np.ndarray:
+    """The int64 index values of the rows of row group ``grp`` (its leaf rows): one read of the
+    index column of its first segment."""
+    buf = engine.store.read(engine.keys.tdata(sym, hex_digests(grp[:1])[0]))
+    off, n = int(grp["seg_offset"][0]), int(grp["end_row"][0] - grp["start_row"][0])
+    return fermion.decode(buf, columns=[index_col]).column(0).cast(pa.int64()).to_numpy()[off : off + n]
+
+
 def split_leaves(engine: TableEngine, sym: str, leaves: np.ndarray, lo: int, hi: int,
                  index_col: str) -> tuple[np.ndarray, np.ndarray]:
     """Leaf rows strictly before ``lo`` and strictly after ``hi`` (trimmed copies); the index
@@ -419,11 +427,8 @@ def split_leaves(engine: TableEngine, sym: str, leaves: np.ndarray, lo: int, hi:
     b_parts, a_parts = [before], [after]
     for start in np.unique(straddle["start_row"]):
         grp = straddle[straddle["start_row"] == start]
-        first = grp[0]
-        buf = engine.store.read(engine.keys.tdata(sym, hex_digests(grp[:1])[0]))
-        t = fermion.decode(buf, columns=[index_col])
-        off, n = int(first["seg_offset"]), int(first["end_row"] - first["start_row"])
-        vals = t.column(0).cast(pa.int64()).to_numpy()[off : off + n]
+        vals = group_index_values(engine, sym, grp, index_col)
+        n = int(grp["end_row"][0] - grp["start_row"][0])
         k_lo = int(np.searchsorted(vals, lo, "left"))
         k_hi = int(np.searchsorted(vals, hi, "right"))
         if k_lo > 0:
