@@ -39,6 +39,7 @@ def test_public_api_of_the_storage_package() -> None:
         "S3Store",
         "S3Uri",
         "StoreUri",
+        "WrappingStore",
         "open_store",
         "parse_size",
         "parse_uri",
