@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad command line (2)
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    from arcticlite import progress
+
+    progress.enable(getattr(args, "progress", None))  # --quiet / --progress; else env, else a terminal
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 20)
     try:

@@ -5,18 +5,33 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from arcticlite.cli import _convert, _read, _write
+from arcticlite.cli import _bench, _convert, _read, _write
 
 Command = Callable[[argparse.Namespace], int]
 
 _RAW = argparse.RawDescriptionHelpFormatter
 
 
+def _common() -> argparse.ArgumentParser:
+    """The options every command takes (before or after its name)."""
+    c = argparse.ArgumentParser(add_help=False)
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", dest="progress", action="store_false", default=argparse.SUPPRESS,
+                   help="no progress bars (default: shown on a terminal; env ARCTICLITE_PROGRESS=0|1)")
+    g.add_argument("--progress", dest="progress", action="store_true", default=argparse.SUPPRESS,
+                   help="progress bars on stderr even when it is not a terminal")
+    return c
+
+
+_COMMON = _common()
+
+
 def _add(sub: argparse._SubParsersAction, name: str, fn: Command, help: str, example: str,
          *, library: bool = True, symbol: bool = False, listing: bool = False,
          aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help, formatter_class=_RAW,
-                                                epilog=f"example:\n  {example}", aliases=list(aliases))
+                                                epilog=f"example:\n  {example}", aliases=list(aliases),
+                                                parents=[_COMMON])
     p.add_argument("uri", help="the store, as given to Arctic(): lmdb:///path, s3://..., mem://")
     if library:
         p.add_argument("library", help="library name")
@@ -39,6 +54,16 @@ def _date_range(p: argparse.ArgumentParser, what: str) -> None:
                    help=f"{what}, both ends included (ISO dates or times; '-' for an open end)")
 
 
+def _plot_options(p: argparse.ArgumentParser, how: str) -> None:
+    what = ("draw the layout to FILE (.png, .svg or .pdf) instead of printing it: segments over rows and "
+            "column slices, version by version (needs matplotlib: pip install 'arcticlite[plot]')")
+    if how == "plot":
+        p.add_argument("plot", metavar="FILE", help=what)
+    else:
+        p.add_argument("--plot", default=None, metavar="FILE", help=what)
+    p.add_argument("--versions", type=int, default=4, metavar="N", help="how many versions to draw (default 4)")
+
+
 def _input(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a Parquet (.parquet), CSV (.csv) or Arrow IPC (.arrow, .feather) file")
     p.add_argument("--format", choices=("parquet", "csv", "arrow"), default=None,
@@ -51,7 +76,7 @@ def _input(p: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="arcticlite", formatter_class=_RAW,
+        prog="arcticlite", formatter_class=_RAW, parents=[_COMMON],
         description="Look into, load and maintain an arcticlite store (the URIs of Arctic(uri)).",
         epilog="example:\n  arcticlite write lmdb://./data prices AAPL aapl.parquet --index-column time\n"
                "  arcticlite read lmdb://./data prices AAPL --date-range 2024-01-01 2024-01-31 --columns px\n\n"
@@ -91,9 +116,16 @@ def parser() -> argparse.ArgumentParser:
     for name, hlp in (("inspect", "a version's layout: version -> index -> segments, with sizes and encodings"),
                       ("index", "the table-index rows of a version (one per segment; part of inspect)"),
                       ("segments", "per segment and column: pages, encodings, bytes (part of inspect)")):
-        c = _add(sub, name, _read.inspect, hlp, f"arcticlite {name} lmdb://./data prices AAPL --as-of 0",
+        c = _add(sub, name, _read.inspect, hlp, f"arcticlite {name} lmdb://./data prices AAPL --as-of 0"
+                 + ("\n  arcticlite inspect lmdb://./data prices AAPL --plot aapl.png" if name == "inspect" else ""),
                  symbol=True, listing=True)
         _as_of(c)
+        if name == "inspect":
+            _plot_options(c, "--plot")
+    c = _add(sub, "plot", _read.plot, "draw a symbol's layout, version by version, to a PNG/SVG (needs matplotlib)",
+             "arcticlite plot lmdb://./data prices AAPL aapl.png --versions 6", symbol=True)
+    _as_of(c)
+    _plot_options(c, "plot")
     for name, fn, verb in (("write", _write.write, "write a file as a new version of a symbol (creating the "
                                                    "store and library if needed)"),
                            ("append", _write.append, "append a file's rows to a symbol (creating it if needed)")):
@@ -113,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--prune", action="store_true", default=None, help="prune the previous versions")
     x.add_argument("--json", action="store_true", help="print the result as JSON")
     sn = sub.add_parser("snapshot", help="create, list or delete snapshots", description="Named sets of versions.",
-                        formatter_class=_RAW, epilog="example:\n  arcticlite snapshot create lmdb://./data prices eod")
+                        formatter_class=_RAW, parents=[_COMMON], epilog="example:\n  arcticlite snapshot create lmdb://./data prices eod")
     ss = sn.add_subparsers(dest="action", required=True, metavar="ACTION")
     c = _add(ss, "create", _write.snapshot, "record the latest version of every symbol under a name",
              "arcticlite snapshot create lmdb://./data prices eod-2024-01-31 --version AAPL=3", listing=True)
@@ -138,18 +170,39 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--dry-run", action="store_true", help="report without deleting")
     cv = sub.add_parser("convert", help="convert a file between Parquet and Fermion (by their extensions)",
                         description="Convert a Parquet file to Fermion or back; the extensions (.parquet, "
-                                    ".fermion) give the direction.", formatter_class=_RAW,
+                                    ".fermion) give the direction.", formatter_class=_RAW, parents=[_COMMON],
                         epilog="example:\n  arcticlite convert trades.parquet trades.fermion")
     cv.add_argument("src", help="the input file (.parquet or .fermion)")
     cv.add_argument("dst", help="the output file (.fermion or .parquet)")
     cv.add_argument("--json", action="store_true", help="print the result as JSON")
     cv.set_defaults(fn=_convert.convert)
     m = sub.add_parser("import-arcticdb", help="copy an ArcticDB store into an arcticlite store (needs arcticdb)",
-                       formatter_class=_RAW,
+                       formatter_class=_RAW, parents=[_COMMON],
                        epilog="example:\n  arcticlite import-arcticdb lmdb://./arcticdb_store lmdb://./data")
     m.add_argument("source", help="the ArcticDB store's URI, e.g. lmdb:///data/old")
     m.add_argument("target", help="the arcticlite store's URI, e.g. lmdb:///data/new")
     m.add_argument("--library", action="append", help="a library to copy (repeatable; default: all)")
     m.add_argument("--all-versions", action="store_true", help="every live version, not only the latest")
+    b = sub.add_parser("bench", formatter_class=_RAW, parents=[_COMMON],
+                       help="time a built-in workload on arcticlite, Parquet and ArcticDB (if installed)",
+                       description="Time writing and reading a generated frame (10 columns: floats, ints, a "
+                                   "venue string; a 1-second DatetimeIndex) on arcticlite (LMDB), Parquet "
+                                   "files and, if installed, ArcticDB (LMDB). Every run is a fresh process "
+                                   "importing only its engine; the engines' order alternates run by run; "
+                                   "os.sync() before each timed call; median and min-max of the runs.",
+                       epilog="example:\n  arcticlite bench --quick\n"
+                              "  arcticlite bench --rows 5000000 --runs 7 --out bench.json --plot bench.png")
+    b.add_argument("--quick", action="store_true", help="100,000 rows and 3 runs (default: 1,000,000 and 5)")
+    b.add_argument("--rows", type=int, default=None, metavar="N", help="rows of the frame")
+    b.add_argument("--runs", type=int, default=None, metavar="N", help="timed runs per engine and operation")
+    b.add_argument("--engines", default=None, metavar="A,B",
+                   help="among arcticlite, arcticdb, parquet (default: every one installed)")
+    b.add_argument("--ops", default=None, metavar="A,B",
+                   help="among write, read, date_range, columns (default: all)")
+    b.add_argument("--dir", default=None, metavar="DIR", help="where the stores go (default: a temporary folder)")
+    b.add_argument("--out", default=None, metavar="FILE.json", help="also write the results as JSON")
+    b.add_argument("--plot", default=None, metavar="FILE.png", help="also draw them as a chart (needs matplotlib)")
+    b.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    b.set_defaults(fn=_bench.bench)
     sub.add_parser("fermion", help="Fermion file tools (from-parquet, to-parquet, inspect)", add_help=False)
     return p

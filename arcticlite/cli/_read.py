@@ -12,6 +12,7 @@ import pandas as pd
 import arcticlite as adb
 from arcticlite.cli._common import (
     BAD_INPUT,
+    FAILED,
     NOT_FOUND,
     CliError,
     as_of,
@@ -22,6 +23,7 @@ from arcticlite.cli._common import (
     open_library,
     open_store,
     records,
+    require_symbol,
     where,
     write_frame,
 )
@@ -150,6 +152,8 @@ def inspect(args: argparse.Namespace) -> int:
     """``inspect``: version → index → segments; ``index`` and ``segments`` print one part."""
     lib = open_library(args)
     version = as_of(args.as_of)
+    if getattr(args, "plot", None):
+        return plot(args, lib, version)
     if args.command == "index":
         frame = lib.inspect_index(args.symbol, version)
     elif args.command == "segments":
@@ -181,6 +185,24 @@ def inspect(args: argparse.Namespace) -> int:
         emit_json(records(frame))
     else:
         emit_table(frame)
+    return 0
+
+
+def plot(args: argparse.Namespace, lib: Any = None, version: Any = None) -> int:
+    """``inspect --plot FILE`` / ``plot``: draw the layout of the last ``--versions`` versions."""
+    if lib is None:
+        lib = open_library(args)
+        version = as_of(args.as_of)
+    require_symbol(lib, args.symbol)
+    if lib.get_description(args.symbol, as_of=version).row_count is None:
+        raise CliError(f"symbol {args.symbol!r} holds a pickled object: it has no segments to draw", BAD_INPUT)
+    try:
+        from arcticlite.plot import plot_layout
+
+        fig = plot_layout(lib, args.symbol, args.plot, versions=args.versions, as_of=version)
+    except ImportError as exc:
+        raise CliError(str(exc), FAILED) from None
+    print(f"drew {len(fig.axes) - 1} version(s) of {args.symbol!r} to {args.plot}")
     return 0
 
 
