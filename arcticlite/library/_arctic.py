@@ -220,8 +220,10 @@ class Arctic:
         options = dataclasses.replace(library_options) if library_options is not None else LibraryOptions()
         options.validate()  # a caller may have set attributes since construction
         keys = LibraryKeys(name)
-        self._store.write_if_absent(keys.config, seal(KIND_CONFIG, {"options": options.to_json(), "name": name}))
-        if not self._store.write_if_absent(registry_key(name), seal(KIND_REGISTRY, {"name": name})):
+        # the first creator's options stand (a lost answer is settled by reading them back below)
+        self._store.create_unique(keys.config, seal(KIND_CONFIG, {"options": options.to_json(), "name": name}))
+        token = uuid.uuid4().hex
+        if not self._store.create_unique(registry_key(name), seal(KIND_REGISTRY, {"name": name, "token": token})):
             raise ValueError(f"Library [{name}] already exists.")
         stored = self._load_options(name) or options
         return self._open(name, stored, output_format, arrow_string_format_default)

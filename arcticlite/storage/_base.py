@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 
-from arcticlite.exceptions import KeyNotFoundException
+from arcticlite.exceptions import AmbiguousWriteError, KeyNotFoundException
 
 Buffer = bytes | bytearray | memoryview
 
@@ -101,6 +101,16 @@ class KVStore(abc.ABC):
         know (a retried request was refused after an earlier attempt lost its response); the
         caller then reads the key back and compares.
         """
+
+    def create_unique(self, key: str, data: Buffer) -> bool:
+        """:meth:`write_if_absent` of a value no other writer writes (it holds a unique token):
+        when the store cannot tell whether the write landed (:class:`AmbiguousWriteError`, a
+        lost answer), the key is read back and the write counts as won iff it holds ``data``."""
+        try:
+            return self.write_if_absent(key, data)
+        except AmbiguousWriteError:
+            current = self.read_if_exists(key)
+            return current is not None and bytes(current) == bytes(data)
 
     @abc.abstractmethod
     def compare_and_swap(self, key: str, expected: Buffer | None, new: Buffer) -> bool:

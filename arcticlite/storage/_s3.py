@@ -510,21 +510,28 @@ class S3Store(KVStore):
         """
         key = f"_arcticlite_probe/{uuid.uuid4().hex}"
         written = True  # unless the first write is refused (e.g. credentials that may only read)
+
+        def landed(fn: Callable[[], bool], body: bytes) -> bool:
+            # a lost answer (5xx, then 412 on the retry) is no verdict: the probe's bodies
+            # are unique, so the stored body says which write landed
+            try:
+                return fn()
+            except AmbiguousWriteError:
+                return bytes(self.read(key)) == body
+
         try:
             try:
-                created = self.write_if_absent(key, b"probe-1")
+                created = landed(lambda: self.write_if_absent(key, b"probe-1"), b"probe-1")
             except PermissionException:
                 written = False
                 raise
             if not created:
                 return False
-            if self.write_if_absent(key, b"probe-2"):
+            if landed(lambda: self.write_if_absent(key, b"probe-2"), b"probe-2"):
                 return False
-            if self.compare_and_swap(key, b"not-the-body", b"probe-3"):
+            if landed(lambda: self.compare_and_swap(key, b"not-the-body", b"probe-3"), b"probe-3"):
                 return False
             return self.read(key) == b"probe-1"
-        except AmbiguousWriteError:
-            return False
         finally:
             if written:  # a probe key left behind is harmless; its deletion never hides the real error
                 with contextlib.suppress(StorageException):

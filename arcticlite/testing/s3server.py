@@ -17,15 +17,21 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
+import socket
+import struct
 import threading
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["S3TestServer"]
+__all__ = ["RESET", "S3TestServer"]
+
+#: The fault "status" that drops the connection without an answer (a TCP reset).
+RESET = 0
 
 _REGION = "us-east-1"
 _ERROR_XML = (
@@ -48,6 +54,8 @@ class _FaultPlan:
         self.before = 0.0
         self.after = 0.0
         self.methods: frozenset[str] | None = None
+        self.before_statuses: tuple[int, ...] = (503,)
+        self.after_statuses: tuple[int, ...] = (500,)
         self.rng = random.Random(0)
         self.injected = {"before": 0, "after": 0}
 
@@ -62,10 +70,10 @@ class _FaultPlan:
                 return None
             if self.before and self.rng.random() < self.before:
                 self.injected["before"] += 1
-                return "before", 503
+                return "before", self.rng.choice(self.before_statuses)
             if self.after and self.rng.random() < self.after:
                 self.injected["after"] += 1
-                return "after", 500
+                return "after", self.rng.choice(self.after_statuses)
             return None
 
 
@@ -118,7 +126,7 @@ class _Middleware:
             environ.pop("HTTP_IF_MATCH", None)
         if fault is not None and fault[0] == "before":
             _drain(environ)
-            return _error(start_response, fault[1])
+            return _error(start_response, fault[1], environ)
         if self.lock is not None:
             with self.lock:
                 self.requests += 1
@@ -127,7 +135,7 @@ class _Middleware:
             self.requests += 1
             (status, headers), body = self._call_app(environ)
         if fault is not None:  # "after": moto applied the request; the response is lost
-            return _error(start_response, fault[1])
+            return _error(start_response, fault[1], environ)
         start_response(status, headers)
         return body
 
@@ -141,7 +149,15 @@ def _drain(environ: dict[str, Any]) -> None:
         environ["wsgi.input"].read(length)
 
 
-def _error(start_response: Callable, status: int) -> list[bytes]:
+def _error(start_response: Callable, status: int, environ: dict[str, Any]) -> list[bytes]:
+    if status == RESET:  # the connection drops without an answer
+        sock = environ.get("werkzeug.socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()  # linger 0: the client sees a connection reset
+        start_response("500 Internal Server Error", [("Content-Length", "0")])
+        return []
     code, message = _FAULTS.get(status, ("InternalError", "injected"))
     body = _ERROR_XML.format(code=code, message=message).encode()
     reason = {409: "Conflict", 503: "Service Unavailable"}.get(status, "Internal Server Error")
@@ -277,7 +293,8 @@ class S3TestServer:
         """
         if when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")
-        status = status or (503 if when == "before" else 500)
+        if status is None:
+            status = 503 if when == "before" else 500
         ms = frozenset(m.upper() for m in methods) if methods is not None else None
         with self._plan.lock:
             self._plan.queue.extend([(when, status, ms)] * count)
@@ -289,10 +306,17 @@ class S3TestServer:
         after: float = 0.0,
         seed: int = 0,
         methods: Iterable[str] | None = None,
+        before_statuses: Iterable[int] = (503,),
+        after_statuses: Iterable[int] = (500,),
     ) -> None:
-        """Fail requests at seeded rates: ``before`` (503, not applied), ``after`` (500, applied)."""
+        """Fail requests at seeded rates: ``before`` (not applied), ``after`` (applied, the
+        answer lost). Each fault answers one of ``before_statuses`` / ``after_statuses``
+        (503 ``SlowDown``, 500 ``InternalError``, 409 ``ConditionalRequestConflict``, or
+        :data:`RESET`: the connection is reset), chosen at the seeded rate."""
         with self._plan.lock:
             self._plan.before, self._plan.after = before, after
+            self._plan.before_statuses = tuple(before_statuses)
+            self._plan.after_statuses = tuple(after_statuses)
             self._plan.rng = random.Random(seed)
             self._plan.methods = (
                 frozenset(m.upper() for m in methods) if methods is not None else None
@@ -304,6 +328,7 @@ class S3TestServer:
             self._plan.queue.clear()
             self._plan.before = self._plan.after = 0.0
             self._plan.methods = None
+            self._plan.before_statuses, self._plan.after_statuses = (503,), (500,)
 
     @property
     def injected(self) -> dict[str, int]:

@@ -7,6 +7,7 @@ data when they are deleted or pruned (clean-up and ``gc`` treat them as reachabl
 from __future__ import annotations
 
 import pickle
+import uuid
 from typing import Any
 
 from arcticlite._envelope import KIND_SNAPSHOT, seal, unseal
@@ -54,10 +55,10 @@ class Snapshots:
         """Write the snapshot ``name`` holding ``chosen``; False if the name is taken."""
         body = seal(
             KIND_SNAPSHOT,
-            {"name": name, "symbols": chosen, "has_meta": metadata is not None},
+            {"name": name, "symbols": chosen, "has_meta": metadata is not None, "token": uuid.uuid4().hex},
             pickle.dumps(metadata) if metadata is not None else b"",
         )
-        return self.store.write_if_absent(self.keys.snapshot(name), body)
+        return self.store.create_unique(self.keys.snapshot(name), body)
 
     def delete(self, name: str) -> None:
         self.store.delete([self.keys.snapshot(name)])

@@ -84,25 +84,62 @@ def effective_options(options: LibraryOptions) -> LibraryOptions:
 
 
 def acked_append_worker(uri: str, lib_name: str, sym: str, tag: int, n: int, barrier: Any, acked: Any,
-                        conditional: bool = True) -> None:
+                        conditional: bool = True, faults: dict[str, Any] | None = None,
+                        outcomes: Any = None) -> None:
     """:func:`append_worker` that counts its acknowledged appends in ``acked[tag]`` (after each
     call returns). ``conditional=False`` writes through :class:`arcticlite.testing.UnconditionalStore`
-    (the control: conditional writes switched off)."""
-    from arcticlite import Arctic
+    (the control: conditional writes switched off).
 
-    if conditional:
-        ac = Arctic(uri)
-    else:
+    ``faults`` (keyword arguments of :class:`arcticlite.storage.FaultInjectingStore` but the
+    seed, which is ``faults["seed"] + tag``) writes through that wrapper. An append that fails
+    is then handled as a user would: a ``StorageUnavailableError`` means nothing landed, so it is
+    made again; after a ``CommitStateUnknownError`` the worker reads the symbol to learn whether
+    its row is there. ``outcomes[3 * tag + i]`` counts (0) clean failures retried, (1) unknown
+    outcomes found landed, (2) unknown outcomes found absent and made again."""
+    from arcticlite import Arctic
+    from arcticlite.exceptions import CommitStateUnknownError, StorageUnavailableError
+
+    if not conditional:
         from arcticlite.storage import open_store
         from arcticlite.testing import UnconditionalStore
 
         ac = Arctic(uri, store=UnconditionalStore(open_store(uri)))
+    elif faults is not None:
+        from arcticlite.storage import FaultInjectingStore, open_store
+
+        kw = dict(faults)
+        kw["seed"] = int(kw.get("seed", 0)) + tag
+        ac = Arctic(uri, store=FaultInjectingStore(open_store(uri), **kw))
+    else:
+        ac = Arctic(uri)
     lib = ac[lib_name]
     barrier.wait()
+
+    def landed(k: int) -> bool:
+        while True:
+            try:
+                data = lib.read(sym).data
+            except StorageUnavailableError:
+                continue
+            return bool(((data["tag"] == tag) & (data["seq"] == k)).any())
+
     for k in range(n):
         df = pd.DataFrame({"tag": np.array([tag], dtype=np.int64), "seq": np.array([k], dtype=np.int64)},
                           index=pd.DatetimeIndex([APPEND_TS]))
-        lib.append(sym, df)
+        while True:
+            try:
+                lib.append(sym, df)
+            except CommitStateUnknownError:
+                if landed(k):
+                    outcomes[3 * tag + 1] += 1
+                    break
+                outcomes[3 * tag + 2] += 1
+            except StorageUnavailableError:
+                if outcomes is None:
+                    raise
+                outcomes[3 * tag] += 1
+            else:
+                break
         acked[tag] += 1  # one writer per slot: no lock needed
 
 

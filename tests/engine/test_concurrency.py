@@ -32,19 +32,22 @@ READERS = 2
 
 
 def run_appenders(uri: str, procs: int, appends: int, *, readers: int = READERS,
-                  conditional: bool = True) -> dict[str, Any]:
+                  conditional: bool = True, faults: dict[str, Any] | None = None) -> dict[str, Any]:
     """The concurrency harness of the battery: ``procs`` processes × ``appends`` one-row appends
     to one symbol, ``readers`` processes reading the latest version meanwhile
     (``enginehelpers.reader_worker``). Returns the final frame, what was lost and duplicated,
-    and the readers' reports."""
+    and the readers' reports. ``faults``: the writers go through a ``FaultInjectingStore`` of
+    these settings (``enginehelpers.acked_append_worker``), and ``outcomes`` counts their failed
+    calls by kind."""
     Arctic(uri).create_library("lib")
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(procs)
     acked = ctx.Array("q", procs)
+    outcomes = ctx.Array("q", 3 * procs)
     stop, queue = ctx.Event(), ctx.Queue()
     rs = [ctx.Process(target=reader_worker, args=(uri, "lib", "sym", procs, acked, stop, queue))
           for _ in range(readers)]
-    ws = [ctx.Process(target=acked_append_worker, args=(uri, "lib", "sym", tag, appends, barrier, acked, conditional))
+    ws = [ctx.Process(target=acked_append_worker, args=(uri, "lib", "sym", tag, appends, barrier, acked, conditional, faults, outcomes))
           for tag in range(procs)]
     for p in rs + ws:
         p.start()
@@ -58,13 +61,15 @@ def run_appenders(uri: str, procs: int, appends: int, *, readers: int = READERS,
     assert all(not isinstance(r, str) for r in reports), reports  # a traceback
     final = Arctic(uri)["lib"].read("sym").data
     pairs = list(zip(final["tag"], final["seq"], strict=True))
-    return {"final": final, "acked": list(acked[:]),
+    kinds = [sum(outcomes[3 * t + i] for t in range(procs)) for i in range(3)]
+    return {"final": final, "acked": list(acked[:]), "clean_failures": kinds[0], "unknown": kinds[1:],
             "lost": procs * appends - len(set(pairs)), "duplicated": len(pairs) - len(set(pairs)),
             "reads": sum(r[0] for r in reports), "violations": [v for r in reports for v in r[2]]}
 
 
-def check_no_loss(uri: str, backend: str, procs: int, appends: int) -> None:
-    out = run_appenders(uri, procs, appends)
+def check_no_loss(uri: str, backend: str, procs: int, appends: int,
+                  faults: dict[str, Any] | None = None) -> dict[str, Any]:
+    out = run_appenders(uri, procs, appends, faults=faults)
     final = out["final"]
     assert out["acked"] == [appends] * procs  # every append was acknowledged ...
     assert (out["lost"], out["duplicated"]) == (0, 0)  # ... and is in the last version exactly once
@@ -88,6 +93,7 @@ def check_no_loss(uri: str, backend: str, procs: int, appends: int) -> None:
         assert_frame_equal(lib.tail("sym", 2, as_of=v).data, final.iloc[max(0, v - 1) : v + 1])
         if v % step == 0 or v == versions[-1]:
             assert_frame_equal(lib.read("sym", as_of=v).data, final.iloc[: v + 1])
+    return out
 
 
 @pytest.mark.parametrize("backend", LMDB_S3)
@@ -102,6 +108,60 @@ def test_processes_appending_to_one_symbol_lose_nothing(uri: str, backend: str) 
 def test_processes_appending_to_one_symbol_lose_nothing_full(uri: str, backend: str) -> None:
     """Battery at issue 16's sizes: 8 × 250 appends on LMDB, 8 × 40 on S3."""
     check_no_loss(uri, backend, 8, 250 if backend == "lmdb" else 40)
+
+
+#: Ambiguous commits: faults around the commit point (a call that lands and loses its answer,
+#: p = 0.2; one that fails before landing, p = 0.1), or around every store call (p = 0.05 each).
+LMDB_FAULTS = {
+    "commit": {"after_rate": 0.2, "error_rate": 0.1, "ops": ["commit", "write_if_absent", "compare_and_swap"]},
+    "every-call": {"after_rate": 0.05, "error_rate": 0.05},
+}
+AMBIGUOUS = [pytest.param("lmdb", "commit", marks=pytest.mark.lmdb, id="lmdb-commit"),
+             pytest.param("lmdb", "every-call", marks=pytest.mark.lmdb, id="lmdb-every-call"),
+             pytest.param("s3", "server", marks=pytest.mark.s3, id="s3-server")]
+
+
+def check_ambiguous(uri: str, backend: str, where: str, s3_server: Any, procs: int, appends: int) -> None:
+    """The concurrency harness with commits whose outcome the writer does not learn: on LMDB
+    through ``FaultInjectingStore`` in each writer, on S3 from the moto server (every request:
+    p = 0.2 answered 500 after moto applied it, p = 0.05 refused 503 SlowDown before). Every
+    acknowledged append is in the last version exactly once; an append that raised
+    ``StorageUnavailableError`` left nothing behind (the writer makes it again: a duplicate
+    would show); the readers see only complete versions moving forward."""
+    if backend == "s3":
+        s3_server.set_fault_rates(after=0.2, before=0.05, seed=16)
+        try:
+            out = check_no_loss(uri, backend, procs, appends)
+        finally:
+            injected = s3_server.injected
+            s3_server.clear_faults()
+        assert injected["after"] > 0 and injected["before"] > 0
+    else:
+        out = check_no_loss(uri, backend, procs, appends, faults={"seed": 16, **LMDB_FAULTS[where]})
+        assert out["clean_failures"] + sum(out["unknown"]) > 0  # the faults reached the writers
+    print(f"\n{backend}/{where} {procs}x{appends}: clean failures retried {out['clean_failures']}, "
+          f"unknown outcomes landed/absent {out['unknown']}, reads checked {out['reads']}")
+    # nothing unreachable is visible: gc finds only what failed calls wrote, and reads stay whole
+    lib = Arctic(uri)["lib"]
+    lib.gc(grace_period=0)
+    assert lib.gc(grace_period=0, dry_run=True).unreachable == 0
+    assert len(lib.read("sym").data) == procs * appends
+
+
+@pytest.mark.parametrize(("backend", "where"), AMBIGUOUS)
+def test_ambiguous_commits_lose_and_duplicate_nothing(uri: str, backend: str, where: str,
+                                                       request: pytest.FixtureRequest) -> None:
+    """Battery: ambiguous commits, LMDB 4 × 30 and S3 4 × 10 appends (full: 8 × 250, 8 × 40)."""
+    server = request.getfixturevalue("s3_server") if backend == "s3" else None
+    check_ambiguous(uri, backend, where, server, PROCS, 30 if backend == "lmdb" else 10)
+
+
+@full_only
+@pytest.mark.parametrize(("backend", "where"), AMBIGUOUS)
+def test_ambiguous_commits_lose_and_duplicate_nothing_full(uri: str, backend: str, where: str,
+                                                            request: pytest.FixtureRequest) -> None:
+    server = request.getfixturevalue("s3_server") if backend == "s3" else None
+    check_ambiguous(uri, backend, where, server, 8, 250 if backend == "lmdb" else 40)
 
 
 @pytest.mark.parametrize("backend", [pytest.param("lmdb", marks=pytest.mark.lmdb)])

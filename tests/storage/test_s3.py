@@ -180,6 +180,20 @@ def test_probe_accepts_an_honest_endpoint(s3: S3Store) -> None:
     assert list(s3.list_keys("")) == []  # the probe cleans up
 
 
+def test_probe_is_not_fooled_by_lost_answers(s3_server: S3TestServer, s3_uri: str) -> None:
+    """PUTs that land and lose their answer (500 after moto applied them, p = 0.5) make the
+    probe's conditional writes ambiguous on retry: the probe reads its key back instead of
+    calling an honest endpoint one that ignores conditions (it did, and every commit under
+    such faults then failed with ConditionalWritesUnsupportedError)."""
+    store = S3Store.from_uri(parse_uri(s3_uri))  # type: ignore[arg-type]
+    for seed in range(12):
+        s3_server.set_fault_rates(after=0.5, seed=seed, methods={"PUT"})
+        assert store.probe_conditional_writes() is True, seed
+    assert s3_server.injected["after"] >= 12
+    s3_server.clear_faults()
+    store.close()
+
+
 def test_probe_detects_an_endpoint_that_ignores_conditions() -> None:
     with S3TestServer(honour_conditions=False) as server:
         store = S3Store(server.make_bucket(), endpoint_url=server.endpoint_url, retry=FAST)
