@@ -85,23 +85,45 @@ class ExpressionNode:
     def __ge__(self, o: Any) -> ExpressionNode:
         return self._bin(">=", o)
 
-    def __and__(self, o: Any) -> ExpressionNode:
-        return self._bin("&", o)
+    # A bool operand of & | ^ folds away when the expression is built, as in ArcticDB:
+    # ``e & True`` and ``e | False`` are ``e``, ``e ^ True`` is ``~e``, ``e ^ False`` is ``e``,
+    # while ``e & False`` and ``e | True`` are the plain bool (a filter on it is refused:
+    # it would keep every row or none). numpy bools fold like Python bools.
+    def __and__(self, o: Any) -> ExpressionNode | bool:
+        b = _as_bool(o)
+        if b is None:
+            return self._bin("&", o)
+        return self if b else False
 
-    def __rand__(self, o: Any) -> ExpressionNode:
-        return self._rbin("&", o)
+    def __rand__(self, o: Any) -> ExpressionNode | bool:
+        b = _as_bool(o)
+        if b is None:
+            return self._rbin("&", o)
+        return self if b else False
 
-    def __or__(self, o: Any) -> ExpressionNode:
-        return self._bin("|", o)
+    def __or__(self, o: Any) -> ExpressionNode | bool:
+        b = _as_bool(o)
+        if b is None:
+            return self._bin("|", o)
+        return True if b else self
 
-    def __ror__(self, o: Any) -> ExpressionNode:
-        return self._rbin("|", o)
+    def __ror__(self, o: Any) -> ExpressionNode | bool:
+        b = _as_bool(o)
+        if b is None:
+            return self._rbin("|", o)
+        return True if b else self
 
     def __xor__(self, o: Any) -> ExpressionNode:
-        return self._bin("^", o)
+        b = _as_bool(o)
+        if b is None:
+            return self._bin("^", o)
+        return ExpressionNode("~", self) if b else self
 
     def __rxor__(self, o: Any) -> ExpressionNode:
-        return self._rbin("^", o)
+        b = _as_bool(o)
+        if b is None:
+            return self._rbin("^", o)
+        return ExpressionNode("~", self) if b else self
 
     def __invert__(self) -> ExpressionNode:
         return ExpressionNode("~", self)
@@ -175,6 +197,11 @@ class ExpressionNode:
         return ExpressionNode("regex_match", self, pattern)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _as_bool(value: Any) -> bool | None:
+    """``value`` as a Python bool if it is a Python or numpy bool, else None."""
+    return bool(value) if isinstance(value, bool | np.bool_) else None
 
 
 def _check_finite(value: Any) -> None:
@@ -293,6 +320,12 @@ class QueryBuilder:
         if explain is None:
             raise UserInputException(f"explain needs an arcticlite Library, got {type(lib).__name__}")
         return explain(symbol, self, as_of=as_of, date_range=date_range, row_range=row_range, columns=columns)
+
+    @property
+    def _python_clauses(self) -> list[tuple[str, Any]]:
+        # ArcticDB keeps its clauses twice (C++ and Python objects); code that empties both
+        # (``q.clauses.clear(); q._python_clauses.clear()``) empties the one list here.
+        return self.clauses
 
     def _add(self, name: str, arg: Any) -> QueryBuilder:
         self.clauses.append((name, arg))

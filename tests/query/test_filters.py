@@ -42,6 +42,37 @@ def test_comparisons_with_scalars(lib: Library, df: pd.DataFrame) -> None:
     check(lib, q[q["t"] > pd.Timestamp("2023-06-04")], df[df.t > pd.Timestamp("2023-06-04")])
 
 
+@pytest.mark.parametrize("true, false", [(True, False), (np.bool_(True), np.bool_(False))])
+def test_bool_operands_fold_when_the_query_is_built(lib: Library, df: pd.DataFrame, true: object,
+                                                    false: object) -> None:
+    q = QueryBuilder()
+    cond = q["i"] > 0
+    for folded in (cond & true, true & cond, cond | false, false | cond, cond ^ false, false ^ cond):
+        assert str(q[folded]) == str(q[cond])
+        check(lib, q[folded], df[df.i > 0])
+    for negated in (cond ^ true, true ^ cond):
+        assert str(q[negated]) == str(q[~cond])
+        check(lib, q[negated], df[~(df.i > 0)])
+    check(lib, q[((q["i"] > 0) & true) | (q["f"] < -1)], df[(df.i > 0) | (df.f < -1)])
+    # a filter that would keep every row or none is refused, as a bare bool is
+    for constant in (cond & false, false & cond, cond | true, true | cond):
+        assert isinstance(constant, bool)
+        with pytest.raises(UserInputException, match="would produce a column"):
+            q[constant]
+    # as a projection, the constant is a column of that value
+    q2 = QueryBuilder()
+    q2.apply("c", (q2["i"] > 0) | true)
+    assert read(lib, q2)["c"].tolist() == [True] * len(df)
+
+
+def test_clauses_can_be_cleared_through_either_name() -> None:
+    q = QueryBuilder()
+    q = q[q["i"] > 0]
+    q.clauses.clear()
+    q._python_clauses.clear()
+    assert q == QueryBuilder()
+
+
 def test_comparisons_between_columns_and_arithmetic(lib: Library, df: pd.DataFrame) -> None:
     q = QueryBuilder()
     check(lib, q[q["i"] > q["f"]], df[df.i > df.f])
