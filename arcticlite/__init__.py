@@ -8,7 +8,10 @@ Switch from ArcticDB by changing one import::
     lib.write("AAPL", df)
 """
 
-from arcticlite import exceptions
+import os as _os
+
+from arcticlite import config, exceptions
+from arcticlite.config import set_config_from_env_vars
 from arcticlite.library import (
     Arctic,
     ArrowOutputStringFormat,
@@ -87,6 +90,10 @@ __all__ = [
     "__version__",
     "col",
     "concat",
+    "config",
     "exceptions",
+    "set_config_from_env_vars",
     "where",
 ]
+
+set_config_from_env_vars(_os.environ)  # ARCTICDB_* settings, read at import as ArcticDB reads them

@@ -15,10 +15,13 @@ ROOT = pathlib.Path(arcticlite.__file__).parent
 
 #: Layers, lowest first: a package may import the base modules and the packages before it.
 LAYERS = ["storage", "format", "index", "version", "normalize", "query", "table", "library", "testing"]
-#: Modules every layer may use: the exception tree, the sealed-record envelope, progress bars.
-BASE = {"arcticlite.exceptions", "arcticlite._errors", "arcticlite._envelope", "arcticlite.progress"}
-#: Top-level modules above every layer (the public façade, the command line, the demo).
-TOP = {"arcticlite", "arcticlite.__main__", "arcticlite.demo"}
+#: Modules every layer may use: the exception tree, the sealed-record envelope, progress bars,
+#: named settings.
+BASE = {"arcticlite.exceptions", "arcticlite._errors", "arcticlite._envelope", "arcticlite.progress",
+        "arcticlite.config"}
+#: Top-level modules above every layer (the public façade, `options` under ArcticDB's module name,
+#: the command line, the demo).
+TOP = {"arcticlite", "arcticlite.__main__", "arcticlite.demo", "arcticlite.options"}
 
 
 def _modules() -> Iterator[tuple[str, str, pathlib.Path]]:

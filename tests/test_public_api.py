@@ -50,7 +50,9 @@ TOP_LEVEL = [
     "__version__",
     "col",
     "concat",
+    "config",
     "exceptions",
+    "set_config_from_env_vars",
     "where",
 ]
 

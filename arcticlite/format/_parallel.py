@@ -8,7 +8,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
+from arcticlite import config
+
 _POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
 _LOCK = threading.Lock()
 MIN_PARALLEL_BYTES = 1 << 20
 """Below this many bytes of work, jobs run inline (pool hand-off costs more than it saves)."""
@@ -18,15 +21,20 @@ _THREADS = max(1, min(8, os.cpu_count() or 1))
 
 
 def threads() -> int:
-    """Worker threads for page jobs (the CPU count, read once: it costs a syscall)."""
-    return _THREADS
+    """Worker threads for page jobs: the ``VersionStore.NumCPUThreads`` setting
+    (:mod:`arcticlite.config`), else the CPU count (read once: it costs a syscall), at most 8."""
+    configured = config.get_config_int("VersionStore.NumCPUThreads")
+    return configured if configured is not None and configured > 0 else _THREADS
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
+    global _POOL, _POOL_SIZE
     with _LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=threads(), thread_name_prefix="fermion")
+        n = threads()
+        if _POOL is None or _POOL_SIZE != n:  # a changed setting starts a new pool
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
+            _POOL, _POOL_SIZE = ThreadPoolExecutor(max_workers=n, thread_name_prefix="fermion"), n
         return _POOL
 
 

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from arcticlite import config
 from arcticlite.exceptions import (
     AmbiguousWriteError,
     BucketNotFoundError,
@@ -68,6 +69,12 @@ _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _DENIED_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
 
 
+def _setting(name: str, default: int) -> int:
+    """A positive integer setting of :mod:`arcticlite.config`, else ``default``."""
+    value = config.get_config_int(name)
+    return value if value is not None and value > 0 else default
+
+
 def _boto() -> tuple[Any, Any, Any]:
     try:
         import boto3
@@ -100,11 +107,16 @@ class S3Store(KVStore):
     profile : str, optional
         Named profile of boto3's configuration files.
     verify : str or bool, optional
-        CA bundle path, or ``False`` to skip certificate verification.
+        CA bundle path, or ``False`` to skip certificate verification (default: verify, unless
+        the ``S3Storage.VerifySSL`` setting of :mod:`arcticlite.config` is 0).
     retry : RetryPolicy, optional
         Per-call retry budget and backoff (default: 8 attempts, 50 ms doubling to 2 s).
-    max_workers : int, default 16
-        Threads of the pool that serves :meth:`read_many` / :meth:`write_many`.
+    max_workers : int, optional
+        Threads of the pool that serves :meth:`read_many` / :meth:`write_many` (default: the
+        ``VersionStore.NumIOThreads`` setting, else 16).
+    connect_timeout, read_timeout : float, optional
+        Seconds (default: the ``S3Storage.ConnectTimeoutMs`` / ``RequestTimeoutMs`` settings,
+        else 10 and 60).
     credentials : (str, str), optional
         Access key and secret (from a URI's ``access=`` / ``secret=``); default: boto3's chain.
 
@@ -128,9 +140,9 @@ class S3Store(KVStore):
         profile: str | None = None,
         verify: str | bool | None = None,
         retry: RetryPolicy | None = None,
-        max_workers: int = 16,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 60.0,
+        max_workers: int | None = None,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
         credentials: tuple[str, str] | None = None,
     ) -> None:
         self.bucket = bucket
@@ -139,11 +151,16 @@ class S3Store(KVStore):
         self.endpoint_url = endpoint_url
         self.region = region
         self.retry = retry or RetryPolicy()
-        self.max_workers = max_workers
+        self.max_workers = max_workers or _setting("VersionStore.NumIOThreads", 16)
         self._addressing_style = addressing_style
         self._profile = profile
+        if verify is None and config.get_config_int("S3Storage.VerifySSL") == 0:
+            verify = False
         self._verify = verify
-        self._timeouts = (connect_timeout, read_timeout)
+        self._timeouts = (
+            connect_timeout if connect_timeout is not None else _setting("S3Storage.ConnectTimeoutMs", 10_000) / 1000,
+            read_timeout if read_timeout is not None else _setting("S3Storage.RequestTimeoutMs", 60_000) / 1000,
+        )
         self._credentials = credentials  # never in repr or messages
         self._injected = client
         self._client: Any = client
@@ -196,7 +213,7 @@ class S3Store(KVStore):
                 boto3, config, _ = _boto()
                 cfg = config.Config(
                     retries={"mode": "standard", "total_max_attempts": 1},
-                    max_pool_connections=max(self.max_workers * 2, 10),
+                    max_pool_connections=_setting("S3Storage.MaxConnections", max(self.max_workers * 2, 10)),
                     connect_timeout=self._timeouts[0],
                     read_timeout=self._timeouts[1],
                     s3={"addressing_style": self._addressing_style},

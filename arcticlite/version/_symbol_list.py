@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from arcticlite import config
 from arcticlite._envelope import KIND_SYMBOL_LIST, seal, unseal
 from arcticlite.exceptions import InvalidFileError, KeyNotFoundException
 from arcticlite.storage import KVStore
@@ -58,12 +59,15 @@ def _read_compacted(raw: Any) -> State:
     return dict(zip(names, zip(seqs, ops, strict=True), strict=True))
 
 
+DEFAULT_THRESHOLD = 500
+"""Journal entries before a listing compacts them (``SymbolList.MaxDelta`` in :mod:`arcticlite.config`)."""
+
 class SymbolList:
     def __init__(
         self,
         store: KVStore,
         keys: LibraryKeys,
-        threshold: int = 500,
+        threshold: int | None = None,
         head_of: Callable[[str], VersionRecord | None] | None = None,
         read_only: bool = False,
     ) -> None:
@@ -153,7 +157,9 @@ class SymbolList:
             if next(iter(self.store.list_keys(self.keys.ref_prefix)), None) is not None:
                 return self.rebuild()
             return state
-        if len(journal) > self.threshold and not self.read_only:
+        threshold = self.threshold if self.threshold is not None else (
+            config.get_config_int("SymbolList.MaxDelta") or DEFAULT_THRESHOLD)
+        if len(journal) > threshold and not self.read_only:
             self._write_compacted(state, journal + compacted)
         return state
 
