@@ -53,13 +53,16 @@ __all__ = [
 ]
 
 
-def encode(table: pa.Table, **options: Any) -> bytes:
+def encode(table: pa.Table, *, schema: pa.Schema | None = None, **options: Any) -> bytes:
     """Encode an Arrow table (or record batch) as a Fermion file.
 
     Parameters
     ----------
     table
         The data; every type listed in docs/format.md, nulls anywhere, any chunking.
+    schema
+        The file's schema, if not the table's: a string or binary column may then arrive
+        dictionary-encoded and is stored as plain values (the same file as for the values).
     **options
         :class:`FermionWriter` options: ``page_size`` (default 512 KiB of raw values),
         ``stripe_rows``, ``parallel``, ``optimize_for`` (``"size"`` or ``"read"``),
@@ -71,7 +74,7 @@ def encode(table: pa.Table, **options: Any) -> bytes:
     bytes
         The complete file.
     """
-    w = FermionWriter(None, table.schema, **options)
+    w = FermionWriter(None, table.schema if schema is None else schema, **options)
     w.write(table)
     out = w.close()
     assert out is not None

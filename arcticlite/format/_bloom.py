@@ -87,10 +87,21 @@ def _positions(h: np.ndarray, nbits: int) -> np.ndarray:
 
 
 def build(hashes: np.ndarray) -> bytes:
-    """The filter bits (little-endian bit order) of distinct value ``hashes``."""
+    """The filter bits (little-endian bit order) of distinct value ``hashes``.
+
+    The positions are those of :func:`_positions`, computed as ``p_0 = h1 mod m``,
+    ``p_i = (p_(i-1) + (h2 mod m)) mod m`` (the same values: ``h1 + i * h2`` never wraps in
+    64 bits), which needs two divisions per value instead of ``K``."""
     nbits = max(64, -(-len(hashes) * BITS_PER_VALUE // 64) * 64)
+    m = np.uint64(nbits)
+    p = ((hashes & _LOW32) % m).astype(np.int64)
+    step = (((hashes >> np.uint64(32)) | np.uint64(1)) % m).astype(np.int64)
     bits = np.zeros(nbits, dtype=bool)
-    bits[_positions(hashes, nbits).ravel().astype(np.int64)] = True
+    bits[p] = True
+    for _ in range(1, K):
+        p += step
+        p -= nbits * (p >= nbits)
+        bits[p] = True
     return np.packbits(bits, bitorder="little").tobytes()
 
 
@@ -126,8 +137,37 @@ def distinct(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
 
 
-def hashes_of(values: pa.Array, kind: int) -> np.ndarray:
+#: Values an evenly spaced sample of a column holds, to tell a column of distinct values.
+_SAMPLE = 1024
+
+
+def filter_values(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array | pa.ChunkedArray, int]:
+    """What a filter of ``col`` is built from: ``(values, count)``, the values to hash and the
+    number of distinct values to size the filter for.
+
+    Usually :func:`distinct`. When an evenly spaced sample of ``_SAMPLE`` non-null values holds
+    no value twice, the column is (almost) all distinct values: its non-null values are hashed
+    as they are (a value twice sets the same bits) and counted, which skips a hash table of
+    every value. (A sample of 1,024 values of a column that is 95 % distinct already holds
+    about six repeats.)"""
+    if pa.types.is_dictionary(col.type) or len(col) < 4 * _SAMPLE:
+        u = distinct(col)
+        return u, len(u)
+    if col.null_count:
+        col = col.drop_null()
+    n = len(col)
+    idx = np.arange(_SAMPLE, dtype=np.int64) * (n - 1) // (_SAMPLE - 1)
+    sample = col.take(pa.array(idx))
+    if len(pc.unique(sample)) < _SAMPLE:
+        u = distinct(col)
+        return u, len(u)
+    return col, n
+
+
+def hashes_of(values: pa.Array | pa.ChunkedArray, kind: int) -> np.ndarray:
     """Hashes of the (non-null) Arrow ``values``."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
     if kind == KIND_INT:
         typ = values.type
         if pa.types.is_uint64(typ):

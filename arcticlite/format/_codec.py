@@ -7,7 +7,9 @@ from arcticlite.format._encodings import (
     decode_fixed,
     describe,
     encode_binary,
+    encode_binary_dictionary,
     encode_fixed,
 )
 
-__all__ = ["decode_binary", "decode_fixed", "describe", "encode_binary", "encode_fixed"]
+__all__ = ["decode_binary", "decode_fixed", "describe", "encode_binary", "encode_binary_dictionary",
+           "encode_fixed"]

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import _temp
+from arcticlite.format._enc_policy import REUSE
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -33,9 +34,15 @@ from arcticlite.format._enc_spec import (
     NESTED_HDR,
     ZSTD,
 )
-from arcticlite.format._enc_wrap import compress_best, decompress, region
+from arcticlite.format._enc_wrap import (
+    choose_codec_blob,
+    compress_best,
+    compress_if_it_pays,
+    decompress,
+    region,
+)
 
-__all__ = ["decode_binary", "describe_plain", "encode_binary"]
+__all__ = ["decode_binary", "describe_plain", "encode_binary", "encode_binary_dictionary"]
 
 _U8 = np.dtype(np.uint8)
 _I64 = np.dtype(np.int64)
@@ -104,6 +111,59 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
                     NESTED_HDR.pack(BINARY_DICT, len(dictionary), len(dblob)) + dblob + cblob
                 )
     return compress_best(variants)
+
+
+#: A page's dictionary is the column's whole dictionary up to this many values; beyond, only
+#: the values the page uses.
+_WHOLE_DICTIONARY = 64
+_CODE_MODES = (MODE_BITPACK, MODE_NARROW, MODE_SPLIT)
+
+
+def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any = None) -> bytes:
+    """Encode values given as ``codes`` into a string / binary ``dictionary`` (no nulls among
+    the codes): the same ``BINARY_DICT`` blob :func:`encode_binary` writes when it chooses a
+    dictionary, without finding the distinct values again.
+
+    With a ``key`` and a bulk write's memo (see :func:`~._encodings.encode_fixed`), the codes'
+    cascade mode and codec are chosen on the stream's first page and reused for the next
+    :data:`~._enc_policy.REUSE` pages.
+    """
+    k = len(dictionary)
+    codes = np.asarray(codes)
+    if k > _WHOLE_DICTIONARY:
+        used = np.flatnonzero(np.bincount(codes, minlength=k))
+        if len(used) < k:
+            remap = np.zeros(k, dtype=CODE_DTYPE)
+            remap[used] = np.arange(len(used), dtype=CODE_DTYPE)
+            codes = remap[codes]
+            dictionary = dictionary.take(pa.array(used))
+            k = len(used)
+    codes = codes.astype(CODE_DTYPE, copy=False)
+    t = dictionary.type
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    bufs = dictionary.buffers()
+    offs = np.frombuffer(bufs[1], np.int64 if large else np.int32, k + 1, dictionary.offset * (8 if large else 4))
+    data = np.frombuffer(bufs[2], _U8) if bufs[2] is not None else np.empty(0, _U8)
+    data = data[int(offs[0]) : int(offs[-1])]
+    if not _policy().cascades:  # plain values, as encode_binary writes them under this policy
+        vals = dictionary.take(pa.array(codes))
+        vo = np.frombuffer(vals.buffers()[1], np.int64 if large else np.int32, len(vals) + 1).astype(_I64)
+        vdata = np.frombuffer(vals.buffers()[2], _U8) if vals.buffers()[2] is not None else np.empty(0, _U8)
+        return _encode_plain(np.diff(vo), vdata[int(vo[0]) : int(vo[-1])], MODE_BITPACK, cascades=False)
+    dblob = _encode_plain(np.diff(offs.astype(_I64)), data, MODE_BITPACK)
+    head = NESTED_HDR.pack(BINARY_DICT, k, len(dblob)) + dblob
+    memo = _policy().memo if key is not None else None
+    entry = memo.get(key) if memo is not None else None
+    if entry is not None and entry[4] > 0:
+        _, mode, codec, level, left = entry
+        assert memo is not None
+        memo[key] = (entry[0], mode, codec, level, left - 1)
+        return compress_if_it_pays(head + encode_candidates(codes, 1, mode | NO_DICT)[0], codec, level)
+    variants = [head + encode_candidates(codes, 1, mode | NO_DICT)[0] for mode in _CODE_MODES]
+    i, codec, level, blob = choose_codec_blob(variants)
+    if memo is not None:
+        memo[key] = ("dictionary", _CODE_MODES[i], codec, level, REUSE)
+    return blob
 
 
 def _sub(mv: memoryview, start: int, length: int) -> memoryview:

@@ -153,6 +153,7 @@ __all__ = [
     "decode_fixed",
     "describe",
     "encode_binary",
+    "encode_binary_dictionary",
     "encode_fixed",
     "incompressible_many",
     "plain_parts",
@@ -618,6 +619,14 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
         The blob; see the module docstring for the layout.
     """
     return _bin.encode_binary(offsets, data)
+
+
+def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any = None) -> bytes:
+    """Encode values given as int ``codes`` (no nulls) into a string / binary ``dictionary``
+    (a pyarrow array): the blob :func:`encode_binary` would write for them when it picks a
+    dictionary, without finding the distinct values again. ``key``: as for
+    :func:`encode_fixed`."""
+    return _bin.encode_binary_dictionary(codes, dictionary, key)
 
 
 def decode_binary(

@@ -58,7 +58,13 @@ from arcticlite.format._types import (
     serialize_schema_meta,
 )
 from arcticlite.format._writer_cmb import CmbSource, build_cmbs
-from arcticlite.format._writer_pages import BinaryPage, BitmapPage, FixedPage, PageOut
+from arcticlite.format._writer_pages import (
+    BinaryPage,
+    BitmapPage,
+    DictBinaryPage,
+    FixedPage,
+    PageOut,
+)
 
 DEFAULT_STRIPE_ROWS = 1 << 20
 _GROUP_BYTES = 8 << 20
@@ -99,6 +105,36 @@ def _ffill(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     first = int(np.argmax(valid))
     idx[:first] = first
     return values[idx]
+
+
+def _carries(data: pa.Schema, declared: pa.Schema) -> bool:
+    """Whether ``data`` matches the file schema ``declared`` but for string / binary columns
+    whose values arrive dictionary-encoded (stored as plain values: the file is the same)."""
+    if data.names != declared.names:
+        return False
+    for have, want in zip(data.types, declared.types, strict=True):
+        if have == want:
+            continue
+        if not (pa.types.is_dictionary(have) and have.value_type == want and not have.ordered
+                and (pa.types.is_string(want) or pa.types.is_large_string(want)
+                     or pa.types.is_binary(want) or pa.types.is_large_binary(want))):
+            return False
+    return True
+
+
+def _dictionary_offsets(dictionary: pa.Array) -> np.ndarray:
+    """int64 offsets (from the array's first value) of a string / binary ``dictionary``."""
+    t = dictionary.type
+    odt = np.dtype(np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32)
+    offs = _values(dictionary.buffers()[1], odt, dictionary.offset, len(dictionary) + 1)
+    return (offs - offs[0]).astype(np.int64)
+
+
+def _used_values(chunk: pa.DictionaryArray) -> pa.Array:
+    """The dictionary values that ``chunk`` uses (nulls aside)."""
+    codes = chunk.indices.drop_null().to_numpy(zero_copy_only=False)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(chunk.dictionary)))
+    return chunk.dictionary.take(pa.array(used))
 
 
 def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int = 0,
@@ -437,7 +473,7 @@ class FermionWriter:
             raise UserInputException(f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
         if self._schema is None:
             self._set_schema(data.schema)
-        elif not data.schema.equals(self._schema, check_metadata=False):
+        elif not data.schema.equals(self._schema, check_metadata=False) and not _carries(data.schema, self._schema):
             raise SchemaException(f"table schema {data.schema} does not match the file schema {self._schema}")
         return data
 
@@ -491,7 +527,10 @@ class FermionWriter:
                 continue
             if i in self._bloom_last:  # integer columns sorted so far: page min/max do better
                 self._track_sorted(i, col)
-            vals.extend(col.chunks)  # distinct values are found at close, for the columns kept
+            if pa.types.is_dictionary(col.type) and not pa.types.is_dictionary(self._columns[i].field.type):
+                vals.extend(_used_values(c) for c in col.chunks)  # values carried dictionary-encoded
+            else:
+                vals.extend(col.chunks)  # distinct values are found at close, for the columns kept
 
     def _track_sorted(self, i: int, col: pa.ChunkedArray) -> None:
         last = self._bloom_last[i]
@@ -513,12 +552,12 @@ class FermionWriter:
             if not vals or i in self._bloom_last:
                 continue
             typ = self._columns[i].field.type
-            uniq = _bloom.distinct(pa.chunked_array(vals, typ))
-            if len(uniq) < self._bloom_min:
+            values, count = _bloom.filter_values(pa.chunked_array(vals, typ))
+            if count < self._bloom_min:
                 continue
             kind = _bloom.kind_of(typ)
             assert kind is not None
-            filters.append((i, kind, len(uniq), _bloom.build(_bloom.hashes_of(uniq, kind))))
+            filters.append((i, kind, count, _bloom.build(_bloom.hashes_of(values, kind))))
         if not filters:
             return b""
         body = _bloom.section(filters)
@@ -665,6 +704,14 @@ class FermionWriter:
             assert node.dtype is not None
             vals = _values(bufs[1], node.dtype, off, n)
             per_page = ps // node.dtype.itemsize
+        elif node.kind == BINARY and pa.types.is_dictionary(arr.type):
+            # values carried dictionary-encoded (see _carries): pages cut by the values' bytes
+            codes = arr.indices.to_numpy(zero_copy_only=False)
+            if valid is not None:
+                codes = np.where(valid, codes, 0)
+            d_offs = _dictionary_offsets(arr.dictionary)
+            cum = np.concatenate([[0], np.cumsum(np.diff(d_offs)[codes])])
+            per_page = max(8, ps // 4)
         elif node.kind == BINARY:
             odt = np.dtype(np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32)
             offs = _values(bufs[1], odt, off, n + 1)
@@ -694,6 +741,10 @@ class FermionWriter:
                 job: Any
                 if validity:
                     job, w = BitmapPage(vslice, vslice), (r1 - r0) // 8
+                elif node.kind == BINARY and pa.types.is_dictionary(arr.type):
+                    assert cum is not None
+                    job = DictBinaryPage(codes[r0:r1], arr.dictionary, d_offs, vslice, g)
+                    w = int(cum[r1] - cum[r0])
                 elif node.kind == BINARY:
                     assert cum is not None
                     job = BinaryPage(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), vslice)

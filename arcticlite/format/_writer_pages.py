@@ -16,7 +16,7 @@ from arcticlite.format import _codec
 from arcticlite.format import _layout as L
 from arcticlite.format._encodings import plain_parts
 
-__all__ = ["BinaryPage", "BitmapPage", "FixedPage", "PageOut"]
+__all__ = ["BinaryPage", "BitmapPage", "DictBinaryPage", "FixedPage", "PageOut"]
 
 _MINMAX_FORMATS = {"i": struct.Struct("<2q"), "u": struct.Struct("<2Q"), "f": struct.Struct("<2d")}
 """Packs a page's (min, max) of each statistics kind as the 8-byte type it is stored as
@@ -123,6 +123,37 @@ class BinaryPage:
         nulls = _nulls(n, self.valid)
         if arr.null_count < n:
             mm = pc.min_max(arr)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if isinstance(lo, str):
+                lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
+            minmax = np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
+            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, minmax,
+                    _KIND_CODES["u"])
+        return (*blob, raw, n, nulls, 0, _ZERO16, 0)
+
+
+class DictBinaryPage:
+    """Page job: string / binary values carried as ``codes`` into ``dictionary`` (``d_offs``:
+    its int64 value offsets), with the same blob, statistics and raw length as a
+    :class:`BinaryPage` of the values would have."""
+
+    __slots__ = ("codes", "dictionary", "d_offs", "valid", "key")
+
+    def __init__(self, codes: np.ndarray, dictionary: pa.Array, d_offs: np.ndarray,
+                 valid: np.ndarray | None, key: Any = None) -> None:
+        self.codes, self.dictionary, self.d_offs, self.valid, self.key = codes, dictionary, d_offs, valid, key
+
+    def __call__(self) -> PageOut:
+        codes, valid = self.codes, self.valid
+        n = len(codes)
+        blob = _blob(_codec.encode_binary_dictionary(codes, self.dictionary, key=self.key))
+        lengths = np.diff(self.d_offs)
+        present = codes if valid is None else codes[valid]
+        raw = int(lengths[present].sum()) + 4 * (n + 1)
+        nulls = _nulls(n, valid)
+        if len(present):
+            used = np.flatnonzero(np.bincount(present, minlength=len(self.dictionary)))
+            mm = pc.min_max(self.dictionary.take(pa.array(used)))
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if isinstance(lo, str):
                 lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")

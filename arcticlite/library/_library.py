@@ -236,8 +236,12 @@ class Library:
                 "pass plain values (dict, list, str, numbers, pandas objects)") from None
 
     @staticmethod
-    def _normalize(data: Any, index_column: Any = False) -> tuple[pa.Table, norm.NormMeta]:
-        return norm.normalize(data, index_column=index_column if index_column not in (False, None) else None)
+    def _normalize(data: Any, index_column: Any = False, *,
+                   to_store: bool = False) -> tuple[pa.Table, norm.NormMeta]:
+        """``to_store``: the table only goes to the segment writer (few distinct strings may
+        stay dictionary-encoded on the way: ``normalize(dictionary_strings=True)``)."""
+        return norm.normalize(data, index_column=index_column if index_column not in (False, None) else None,
+                              dictionary_strings=to_store)
 
     @staticmethod
     def _check_sorted(table: pa.Table, meta: norm.NormMeta, op: str) -> str:
@@ -367,7 +371,7 @@ class Library:
         if staged:
             self.stage(sym, data, validate_index=validate_index, index_column=index_column)
             return None
-        table, meta = self._normalize(data, index_column)
+        table, meta = self._normalize(data, index_column, to_store=True)
         sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
         op = Write(engine, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
         return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
@@ -400,7 +404,7 @@ class Library:
         """
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
-        table, meta = self._normalize(data, index_column)
+        table, meta = self._normalize(data, index_column, to_store=True)
         sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
         op = Append(engine, sym, table, meta, sorted_=sorted_new, metadata=self._pickle_meta(metadata),
                     validate_index=validate_index)
@@ -422,7 +426,7 @@ class Library:
         """
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
-        table, meta = self._normalize(data, index_column)
+        table, meta = self._normalize(data, index_column, to_store=True)
         by_time = meta.index_kind == "datetime" or (meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",))
         if not by_time and table.num_rows:  # a MultiIndex is updated by its first (datetime) level
             raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r}); "
@@ -828,7 +832,7 @@ class Library:
         abort every entry of one job, also those of a worker that died before reporting.
         """
         sym = check_symbol(symbol)
-        table, meta = self._normalize(data, index_column)
+        table, meta = self._normalize(data, index_column, to_store=not sort_columns)
         if sort_on_index or sort_columns:
             keys = [(meta.index_columns[0], "ascending")] if sort_on_index and meta.index_columns else []
             keys += [(meta.user_to_stored([c])[0], "ascending") for c in (sort_columns or [])]

@@ -6,7 +6,12 @@ layer (:mod:`arcticlite.table`) stores and reads only Arrow tables and the metad
 everything pandas-specific lives here. Depends only on :mod:`arcticlite.exceptions`.
 """
 
-from arcticlite.normalize._columns import arrow_to_pandas
+from arcticlite.normalize._columns import (
+    DICTIONARY_VALUES,
+    arrow_to_pandas,
+    value_schema,
+    value_table,
+)
 from arcticlite.normalize._frames import (
     STRING_FORMATS,
     OutputFormat,
@@ -23,6 +28,7 @@ from arcticlite.normalize._schema import common_meta, common_schema, sortedness,
 from arcticlite.normalize._time import as_of_to_ns, to_ns_bound
 
 __all__ = [
+    "DICTIONARY_VALUES",
     "FORMAT_VERSION",
     "STRING_FORMATS",
     "NormMeta",
@@ -40,5 +46,7 @@ __all__ = [
     "sortedness",
     "to_ns_bound",
     "type_name",
+    "value_schema",
+    "value_table",
     "with_string_format",
 ]

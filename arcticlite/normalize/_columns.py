@@ -31,6 +31,7 @@ Hints
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 from typing import Any
 
@@ -41,7 +42,16 @@ from pandas.api.types import infer_dtype
 
 from arcticlite.exceptions import ArcticDbNotYetImplemented
 
-__all__ = ["arrow_to_pandas", "pandas_to_arrow", "tz_library", "tz_object"]
+__all__ = [
+    "DICTIONARY_VALUES",
+    "arrow_to_pandas",
+    "few_strings_as_dictionary",
+    "pandas_to_arrow",
+    "tz_library",
+    "tz_object",
+    "value_schema",
+    "value_table",
+]
 
 _PICKLE_HINT = "write_pickle stores any Python object"
 
@@ -227,6 +237,80 @@ def _null_hint(arr: np.ndarray, isna: np.ndarray) -> str:
 
 def _is_text(typ: pa.DataType) -> bool:
     return pa.types.is_string(typ) or pa.types.is_large_string(typ)
+
+
+# -- few distinct strings, dictionary-encoded for the writer -------------------------------------
+DICTIONARY_VALUES = b"arcticlite.values"
+"""Field metadata key of a column that holds values of its dictionary's value type, carried
+dictionary-encoded from normalization to the segment writer (which stores them as plain
+string values: the files do not change). Categorical columns never carry it."""
+
+#: Columns shorter than this are converted the plain way (the saving would not pay the checks).
+DICTIONARY_MIN_ROWS = 1 << 16
+#: At most one distinct string object per this many rows.
+DICTIONARY_MAX_SHARE = 16
+_DICTIONARY_SAMPLE = 4096
+
+
+def few_strings_as_dictionary(arr: np.ndarray) -> pa.DictionaryArray | None:
+    """An object column of ``str`` holding few distinct values, dictionary-encoded, else None.
+
+    A column of repeated labels usually holds the same few ``str`` objects many times over,
+    so the objects are told apart by identity first (an integer factorization of their
+    addresses, ~3 ns a row) and only the distinct objects are compared as strings. Converting
+    every row to Arrow instead costs ~25 ns a row under the GIL. None when the column is
+    short, not all ``str`` (missing values included: the plain conversion handles those), or
+    has more than one distinct object per :data:`DICTIONARY_MAX_SHARE` rows.
+    """
+    n = len(arr)
+    if arr.ndim != 1 or n < DICTIONARY_MIN_ROWS or arr.dtype != object:
+        return None
+    first = arr[0]
+    if type(first) is not str:  # cheap early exit for columns of other objects
+        return None
+    arr = np.ascontiguousarray(arr)
+    # the addresses of the objects: the array holds a reference to each while we look
+    addresses = np.ctypeslib.as_array((ctypes.c_ssize_t * n).from_address(arr.ctypes.data))
+    sample = addresses[:: max(1, n // _DICTIONARY_SAMPLE)]
+    if len(pd.unique(sample)) > len(sample) // 2:  # many distinct objects: not worth it
+        return None
+    where, uniq = pd.factorize(addresses)  # hashing, in C
+    if len(uniq) * DICTIONARY_MAX_SHARE > n:
+        return None
+    objs = [ctypes.cast(int(a), ctypes.py_object).value for a in uniq.tolist()]
+    if any(type(o) is not str for o in objs):
+        return None
+    try:
+        values = pa.array(objs, type=pa.string())
+    except (pa.ArrowException, UnicodeError):  # e.g. lone surrogates: the plain path explains
+        return None
+    # equal strings held by different objects share one code
+    string_codes, distinct = pd.factorize(np.array(objs, dtype=object))
+    if len(distinct) != len(objs):
+        values = pa.array(distinct, type=pa.string())
+    codes = string_codes.astype(np.int32)[where]
+    return pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), values)
+
+
+def value_table(table: pa.Table) -> pa.Table:
+    """``table`` with the columns carried dictionary-encoded decoded to their values."""
+    schema = value_schema(table.schema)
+    if schema is table.schema:
+        return table
+    return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(table.columns, schema, strict=True)],
+                                schema=schema)
+
+
+def value_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each column carried dictionary-encoded (:data:`DICTIONARY_VALUES`) given
+    the type of its values: the schema the data stands for."""
+    if not any(f.metadata and DICTIONARY_VALUES in f.metadata for f in schema):
+        return schema
+    return pa.schema(
+        [pa.field(f.name, f.type.value_type, f.nullable)
+         if f.metadata and DICTIONARY_VALUES in f.metadata else f for f in schema],
+        metadata=schema.metadata,
+    )
 
 
 def _null_mask(out: pa.Array | pa.ChunkedArray) -> np.ndarray:

@@ -33,7 +33,9 @@ from arcticlite.exceptions import (
     UserInputException,
 )
 from arcticlite.normalize._columns import (
+    DICTIONARY_VALUES,
     arrow_to_pandas,
+    few_strings_as_dictionary,
     pandas_to_arrow,
     tz_library,
     tz_object,
@@ -198,7 +200,8 @@ def _level_to_arrow(level: pd.Index) -> tuple[pa.Array | pa.ChunkedArray, str]:
 
 
 # ---------------------------------------------------------------------------------- normalize
-def normalize(data: Any, *, index_column: str | bool | None = None) -> tuple[pa.Table, NormMeta]:
+def normalize(data: Any, *, index_column: str | bool | None = None,
+              dictionary_strings: bool = False) -> tuple[pa.Table, NormMeta]:
     """Convert user data to an Arrow table plus the metadata to restore it.
 
     Parameters
@@ -209,6 +212,11 @@ def normalize(data: Any, *, index_column: str | bool | None = None) -> tuple[pa.
         Arrow / polars input only: the column to use as the index (``True`` = the first
         column). A timestamp column gives a datetime index. Without it the data has a
         row-count index (``index_kind="none"``).
+    dictionary_strings : bool
+        pandas data only: long object columns of few distinct ``str`` come back
+        dictionary-encoded, their field marked with :data:`DICTIONARY_VALUES` (what they
+        stand for: :func:`value_schema`). For the segment writer, which stores them as plain
+        strings; other consumers leave it off.
 
     Returns
     -------
@@ -240,9 +248,9 @@ def normalize(data: Any, *, index_column: str | bool | None = None) -> tuple[pa.
             "index_column applies only to Arrow and polars data; pandas data uses its own index"
         )
     if isinstance(data, pd.DataFrame):
-        return _normalize_frame(data)
+        return _normalize_frame(data, dictionary_strings)
     if isinstance(data, pd.Series):
-        return _normalize_series(data)
+        return _normalize_series(data, dictionary_strings)
     if isinstance(data, np.ndarray):
         return _normalize_ndarray(data)
     if isinstance(data, pa.RecordBatch):
@@ -258,13 +266,31 @@ def normalize(data: Any, *, index_column: str | bool | None = None) -> tuple[pa.
 
 
 def _table(
-    index_arrays: list[Any], index_names: list[str], arrays: list[Any], names: list[str]
+    index_arrays: list[Any], index_names: list[str], arrays: list[Any], names: list[str],
+    carried: frozenset[int] = frozenset(),
 ) -> pa.Table:
+    """The table of the index and data arrays; data arrays at the positions ``carried`` are
+    dictionary-encoded strings, marked with :data:`DICTIONARY_VALUES`."""
     cols = [
         a if isinstance(a, pa.ChunkedArray) else pa.chunked_array([a], type=a.type)
         for a in [*index_arrays, *arrays]
     ]
-    return pa.Table.from_arrays(cols, names=[*index_names, *names])
+    if not carried:
+        return pa.Table.from_arrays(cols, names=[*index_names, *names])
+    mark = {DICTIONARY_VALUES: b"1"}
+    fields = [pa.field(name, c.type, metadata=mark if i - len(index_arrays) in carried else None)
+              for i, (name, c) in enumerate(zip([*index_names, *names], cols, strict=True))]
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields))
+
+
+def _column_to_arrow(col: pd.Series, label: Any, dictionary_strings: bool) -> tuple[Any, str, bool]:
+    """(array, hint, whether it is carried dictionary-encoded) of one data column."""
+    if dictionary_strings and col.dtype == object:
+        enc = few_strings_as_dictionary(col.to_numpy(copy=False))
+        if enc is not None:
+            return enc, "", True
+    arr, hint = pandas_to_arrow(col, label)
+    return arr, hint, False
 
 
 def _columns_dtype(columns: pd.Index) -> str:
@@ -330,7 +356,7 @@ def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
     return out
 
 
-def _normalize_frame(df: pd.DataFrame) -> tuple[pa.Table, NormMeta]:
+def _normalize_frame(df: pd.DataFrame, dictionary_strings: bool = False) -> tuple[pa.Table, NormMeta]:
     if isinstance(df.columns, pd.MultiIndex):
         raise ArcticDbNotYetImplemented(f"MultiIndex column are not supported yet; {_PICKLE}")
     labels = list(df.columns)
@@ -338,12 +364,14 @@ def _normalize_frame(df: pd.DataFrame) -> tuple[pa.Table, NormMeta]:
     index_cols = _index_stored_names(list(ifields["index_names"])) if index_arrays else []
     names = _data_stored_names(labels, index_cols)
     dense = _dense_numeric_columns(df)
-    arrays, hints = [], []
+    arrays, hints, carried = [], [], set()
     for pos, (label, col) in enumerate(df.items()):
         if pos in dense:
             arr, hint = pa.array(dense[pos]), ""
         else:
-            arr, hint = pandas_to_arrow(col, label)
+            arr, hint, dictionary = _column_to_arrow(col, label, dictionary_strings)
+            if dictionary:
+                carried.add(pos)
         arrays.append(arr)
         hints.append(hint)
     meta = NormMeta(
@@ -356,14 +384,14 @@ def _normalize_frame(df: pd.DataFrame) -> tuple[pa.Table, NormMeta]:
         columns_dtype=_columns_dtype(df.columns),
         **ifields,
     )
-    return _table(index_arrays, index_cols, arrays, names), meta
+    return _table(index_arrays, index_cols, arrays, names, frozenset(carried)), meta
 
 
-def _normalize_series(s: pd.Series) -> tuple[pa.Table, NormMeta]:
+def _normalize_series(s: pd.Series, dictionary_strings: bool = False) -> tuple[pa.Table, NormMeta]:
     index_arrays, ifields = _index_to_arrow(s.index, len(s))
     index_cols = _index_stored_names(list(ifields["index_names"])) if index_arrays else []
     names = _data_stored_names([s.name], index_cols, none_name="0")
-    arr, hint = pandas_to_arrow(s, s.name)
+    arr, hint, dictionary = _column_to_arrow(s, s.name, dictionary_strings)
     meta = NormMeta(
         kind="series",
         index_columns=tuple(index_cols),
@@ -372,7 +400,7 @@ def _normalize_series(s: pd.Series) -> tuple[pa.Table, NormMeta]:
         column_hints=(hint,),
         **ifields,
     )
-    return _table(index_arrays, index_cols, [arr], names), meta
+    return _table(index_arrays, index_cols, [arr], names, frozenset({0} if dictionary else ())), meta
 
 
 def _normalize_ndarray(a: np.ndarray) -> tuple[pa.Table, NormMeta]:

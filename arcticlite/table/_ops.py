@@ -181,6 +181,8 @@ class Append(Operation):
         self.layout = engine.layout(meta)
         self.is_dt = meta.index_kind == "datetime"
         self.small = is_small_append(table, self.layout)
+        if self.small:  # the rows may join the open tail, which holds plain values
+            table = self.table = norm.value_table(table)
         self.first, self.last = index_bounds(table, meta)
         self._fresh: dict[str, bytes] = {}
         self._fresh_rows: list[np.ndarray] = []
@@ -215,13 +217,13 @@ class Append(Operation):
         first, last = self.first, self.last
         if base is None:
             return data_record("write" if head is None else "append", head, seq, index=index.build(self._new_segments()),
-                               meta=meta, schema=table.schema, first=first, last=last, sorted_=self.sorted,
+                               meta=meta, schema=norm.value_schema(table.schema), first=first, last=last, sorted_=self.sorted,
                                metadata=self.metadata)
         if base.pickled:
             raise InternalException(f"Cannot append to pickled data (symbol {sym!r})")
         bmeta, bschema = meta_of(base), schema_of(base)
         brows = base.index.rows if base.index is not None else 0
-        schema = norm.common_schema(bmeta, bschema, meta, table.schema, dynamic=e.options.dynamic_schema,
+        schema = norm.common_schema(bmeta, bschema, meta, norm.value_schema(table.schema), dynamic=e.options.dynamic_schema,
                                     stored_rows=brows, new_rows=table.num_rows) or bschema
         if self.is_dt and self.validate_index and base.sorted not in ("ASCENDING", "UNKNOWN") and brows:
             raise UnsortedDataException("When calling append with validate_index enabled, the existing data must be sorted")
@@ -269,7 +271,8 @@ class Write(Operation):
         nodes: dict[str, bytes] = {}
         self.root = engine.index(sym, nodes).build(leaves)
         self.nodes = nodes  # the index of a write does not depend on the head: built once
-        self.meta, self.schema, self.sorted, self.metadata, self.kind = meta, table.schema, sorted_, metadata, kind
+        self.meta, self.schema, self.sorted, self.metadata, self.kind = (meta, norm.value_schema(table.schema), sorted_,
+                                                                          metadata, kind)
         self.first, self.last = index_bounds(table, meta)
 
     def extra(self) -> MutableMapping[str, bytes]:
@@ -341,7 +344,7 @@ class ReplaceRange(Operation):
                 assert self.new_leaves is not None
                 first, last = index_bounds(table, meta)
                 return data_record("write", head, seq, index=index.build(self.new_leaves), meta=meta,
-                                   schema=table.schema, first=first, last=last,
+                                   schema=norm.value_schema(table.schema), first=first, last=last,
                                    sorted_=norm.sortedness(table, meta), metadata=self.metadata)
             what = "update" if self.kind == "update" else "delete from"
             raise InternalException(f"Cannot {what} non-existent symbol {sym!r}"
@@ -360,7 +363,7 @@ class ReplaceRange(Operation):
                 raise NormalizationException(f"E_INCOMPATIBLE_OBJECTS: cannot update a {bmeta.kind} with a {meta.kind}")
             dynamic = e.options.dynamic_schema
             if table.num_rows or not dynamic:
-                schema = norm.common_schema(bmeta, bschema, meta, table.schema, dynamic=dynamic,
+                schema = norm.common_schema(bmeta, bschema, meta, norm.value_schema(table.schema), dynamic=dynamic,
                                             stored_rows=base.index.rows if base.index else 0,
                                             new_rows=table.num_rows) or bschema
             out_meta = merged_meta(bmeta, meta, schema)

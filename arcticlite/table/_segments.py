@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite import format as fermion
+from arcticlite import normalize as norm
 from arcticlite._envelope import naming_key
 from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
 from arcticlite.query import absent_name
@@ -136,13 +137,16 @@ def write_segments(
     # the segments of one column slice share their encoding choices: a column's scheme is
     # searched on its first pages, then reused (and searched again every few pages)
     choices: dict[tuple[str, ...], dict[Any, Any]] = {}
+    # strings carried dictionary-encoded from normalization are stored as plain values
+    stored = norm.value_schema(table.schema)
 
     def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, cols = task
         memo = choices.setdefault(tuple(cols), {}) if len(tasks) > 1 else None
         # open tails (written plain) carry no Bloom filter: they are small and soon replaced
         bloom = layout.bloom_min_distinct if optimize_for != "write" else None
-        body = fermion.encode(table.select(cols).slice(r0, r1 - r0), parallel=inner_parallel,
+        schema = None if stored is table.schema else pa.schema([stored.field(c) for c in cols])
+        body = fermion.encode(table.select(cols).slice(r0, r1 - r0), schema=schema, parallel=inner_parallel,
                               page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo,
                               bloom_min_distinct=bloom)
         return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)

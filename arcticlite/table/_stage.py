@@ -65,7 +65,8 @@ def stage(engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, s
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
     first, last = index_bounds(table, meta)
     nat = meta.index_kind == "datetime" and table.num_rows > 0 and table.column(0).null_count > 0
-    return record(engine, sym, leaves, meta, table.schema, first, last, sorted_, job, nat=nat), len(leaves)
+    return (record(engine, sym, leaves, meta, norm.value_schema(table.schema), first, last, sorted_, job, nat=nat),
+            len(leaves))
 
 
 def record(engine: TableEngine, sym: str, leaves: np.ndarray, meta: norm.NormMeta, schema: pa.Schema,
