@@ -155,7 +155,7 @@ def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any =
     memo = _policy().memo if key is not None else None
     entry = memo.get(key) if memo is not None else None
     if entry is not None and entry[4] > 0:
-        _, mode, codec, level, left = entry
+        _, mode, codec, level, left = entry[:5]
         assert memo is not None
         memo[key] = (entry[0], mode, codec, level, left - 1)
         return compress_if_it_pays(head + encode_candidates(codes, 1, mode | NO_DICT)[0], codec, level)

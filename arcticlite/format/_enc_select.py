@@ -10,7 +10,9 @@ real, and kept only if it beats plain. The byte layout of every scheme is specif
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -46,16 +48,19 @@ __all__ = [
     "MODE_SPLIT",
     "NO_DICT",
     "SCHEME_OF_ID",
+    "Recipe",
     "decimal_split",
     "dictionary",
     "encode_array",
     "encode_candidates",
     "encode_plain",
+    "encode_recipe",
     "encode_scheme",
     "estimate",
     "find_exponent",
     "is_constant",
     "rank_schemes",
+    "recipe_of",
 ]
 
 MAX_DEPTH = 3
@@ -361,10 +366,13 @@ def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
     if rng:
         step = max(1, n // 4096)
         g = max(1, int(np.gcd.reduce(r[::step].astype(U64))))
-        if g > 1 and np.any(r % np.array(g, dtype=ud)):
-            g = 1
         if g > 1:
-            r = r // np.array(g, dtype=ud)
+            gd = np.array(g, dtype=ud)
+            q = r // gd  # numpy divides by a scalar fast; its remainder is ~10x slower
+            if np.array_equal(q * gd, r):
+                r = q
+            else:
+                g = 1
     width = bit_width(rng // g)
     nb = _narrow_bytes(width)
     base = mn & _MASK64
@@ -441,8 +449,16 @@ def _enc_dict(x: np.ndarray, depth: int, mode: int) -> bytes:
 
 
 def _enc_decimal(xf: np.ndarray, depth: int, mode: int) -> bytes:
-    e, _ = find_exponent(_sample(xf))
-    ints, ok = decimal_split(xf, e)
+    node = _replaying()
+    if node is not None and node.scheme == "decimal":
+        e = node.exponent
+        ints, ok = decimal_split(xf, e)
+        if 8 * int(np.count_nonzero(~ok)) > len(xf):  # the data changed: choose again
+            with _searching():
+                return _enc_decimal(xf, depth, mode)
+    else:
+        e, _ = find_exponent(_sample(xf))
+        ints, ok = decimal_split(xf, e)
     ints = _ffill(ints, ok)
     pos = np.flatnonzero(~ok).astype(U32)
     exc = xf.view(unsigned_of(xf.dtype))[pos]
@@ -570,5 +586,112 @@ def encode_scheme(
 
 
 def encode_array(x: np.ndarray, depth: int, mode: int) -> bytes:
-    """Encode integer values ``x`` (a cascade child) with the best-estimated scheme."""
-    return encode_candidates(np.ascontiguousarray(x), depth, mode)[0]
+    """Encode integer values ``x`` (a cascade child) with the best-estimated scheme (while a
+    recipe is replayed: with the scheme it names for this child)."""
+    x = np.ascontiguousarray(x)
+    node = _next_child()
+    if node is not None:
+        return encode_recipe(x, node, depth, mode)
+    return encode_candidates(x, depth, mode)[0]
+
+
+# ----------------------------------------------------------------------------- recipes
+class Recipe(NamedTuple):
+    """The schemes of an encoded blob's cascade, to encode similar values the same way
+    without searching (the pages of one column in a bulk write): a scheme name of
+    :data:`SCHEME_OF_ID` (or ``"constant"``), the decimal exponent, and the children's
+    recipes in the order the encoder produces them. Parameters that depend on the values
+    (frame of reference, bit width, run lengths) are computed afresh."""
+
+    scheme: str
+    exponent: int
+    children: tuple[Recipe, ...]
+
+
+def recipe_of(blob: bytes | memoryview) -> Recipe | None:
+    """The recipe of a fixed-width blob (not codec-wrapped); None if it has none."""
+    mv = memoryview(blob)
+    eid = mv[0] if len(mv) else -1
+    if eid == PLAIN:
+        return Recipe("plain", 0, ())
+    if eid == CONSTANT:
+        return Recipe("constant", 0, ())
+    if eid in (BITPACK, NARROW, SPLIT):
+        return Recipe("for", 0, ())
+    if eid == DELTA:
+        child = recipe_of(mv[DELTA_HDR.size :])
+        return None if child is None else Recipe("delta", 0, (child,))
+    if eid in (RLE, DICT):
+        _, _, first_len = NESTED_HDR.unpack_from(mv, 0)
+        a = recipe_of(mv[NESTED_HDR.size : NESTED_HDR.size + first_len])
+        b = recipe_of(mv[NESTED_HDR.size + first_len :])
+        if a is None or b is None:
+            return None
+        return Recipe("rle" if eid == RLE else "dict", 0, (a, b))
+    if eid == DECIMAL:
+        _, e, _, ints_len, pos_len = DECIMAL_HDR.unpack_from(mv, 0)
+        start = DECIMAL_HDR.size
+        a = recipe_of(mv[start : start + ints_len])
+        b = recipe_of(mv[start + ints_len : start + ints_len + pos_len])
+        if a is None or b is None:
+            return None
+        return Recipe("decimal", e, (a, b))
+    return None
+
+
+_REPLAY = threading.local()
+
+
+def _stack() -> list[tuple[Recipe | None, Iterator[Recipe] | None]]:
+    st: list[tuple[Recipe | None, Iterator[Recipe] | None]] | None = getattr(_REPLAY, "stack", None)
+    if st is None:
+        st = _REPLAY.stack = []
+    return st
+
+
+def _replaying() -> Recipe | None:
+    """The recipe node being replayed by the innermost encoder call, if any."""
+    st = getattr(_REPLAY, "stack", None)
+    return st[-1][0] if st else None
+
+
+def _next_child() -> Recipe | None:
+    st = getattr(_REPLAY, "stack", None)
+    if not st or st[-1][1] is None:
+        return None
+    return next(st[-1][1], None)
+
+
+class _searching:
+    """Context: encoders below search as usual (a replay that does not fit)."""
+
+    def __enter__(self) -> None:
+        _stack().append((None, None))
+
+    def __exit__(self, *exc: object) -> None:
+        _stack().pop()
+
+
+def encode_recipe(x: np.ndarray, recipe: Recipe, depth: int, mode: int,
+                  floats: np.ndarray | None = None) -> bytes:
+    """Encode ``x`` (as for :func:`encode_scheme`) with the schemes of ``recipe``; where a
+    scheme no longer fits the values (not constant any more, a decimal exponent that misses
+    many values), that part is searched as usual. Never larger than plain."""
+    name = recipe.scheme
+    if name == "constant":
+        if len(x) and is_constant(x):
+            return bytes((CONSTANT,)) + x[:1].tobytes()
+        with _searching():
+            return encode_candidates(x, depth, mode, floats)[0]
+    if len(x) < 2 or (name == "decimal" and floats is None) or (name != "decimal" and floats is not None
+                                                                and name not in ("plain", "rle", "dict")):
+        with _searching():
+            return encode_candidates(x, depth, mode, floats)[0]
+    if name == "dict" and (mode & NO_DICT or depth >= 2):
+        name = "for"
+    st = _stack()
+    st.append((recipe, iter(recipe.children)))
+    try:
+        return encode_scheme(x, name, depth, mode, floats)
+    finally:
+        st.pop()

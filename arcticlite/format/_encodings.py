@@ -107,8 +107,10 @@ from arcticlite.format._enc_select import (
     SCHEME_OF_ID,
     encode_candidates,
     encode_plain,
+    encode_recipe,
     encode_scheme,
     is_constant,
+    recipe_of,
 )
 from arcticlite.format._enc_spec import (
     BINARY_DICT,
@@ -236,13 +238,17 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
     if memo is not None:
         entry = memo.get(key)
         if entry is not None and entry[4] > 0:
-            scheme, mode, codec, level, left = entry
-            memo[key] = (scheme, mode, codec, level, left - 1)
-            return compress_if_it_pays(encode_scheme(xi, scheme, 0, mode, floats), codec, level)
+            scheme, mode, codec, level, left = entry[:5]
+            memo[key] = (scheme, mode, codec, level, left - 1, *entry[5:])
+            recipe = entry[5] if len(entry) > 5 else None
+            body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
+                    else encode_scheme(xi, scheme, 0, mode, floats))
+            return compress_if_it_pays(body, codec, level)
     variants = _variants(xi, floats)
     i, codec, level, blob = choose_codec_blob([b for b, _ in variants])
     if memo is not None:
-        memo[key] = (SCHEME_OF_ID.get(variants[i][0][0], "plain"), variants[i][1], codec, level, REUSE)
+        chosen, mode = variants[i]
+        memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, REUSE, recipe_of(chosen))
     return blob
 
 

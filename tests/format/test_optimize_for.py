@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -104,7 +106,7 @@ def test_write_policy_roundtrip(t: pa.Table) -> None:
 def test_files_of_one_bulk_write_share_encoding_choices() -> None:
     """``choices=``: the segments of one write reuse each stream's scheme and codec (chosen on
     the first file, searched again every few pages): same values back, about the same size."""
-    import numpy as np
+
     import pyarrow as pa
 
     from arcticlite import format as fermion
@@ -124,3 +126,46 @@ def test_files_of_one_bulk_write_share_encoding_choices() -> None:
     # a remembered scheme that does not fit later values falls back to plain, never to wrong data
     odd = pa.table({"bid": rng.random(n), "size": rng.integers(-2**62, 2**62, n)})
     assert fermion.decode(fermion.encode(odd, optimize_for="read", parallel=False, choices=choices)).equals(odd)
+
+
+def _shapes() -> dict[str, Any]:
+
+
+    rng = np.random.default_rng(11)
+    n = 4_096
+    return {
+        "decimals": np.round(100 + np.cumsum(rng.integers(-1, 2, n)) / 100, 2),
+        "sizes": rng.integers(1, 50, n).astype(np.int64) * 100,
+        "constant": np.full(n, 7, dtype=np.int64),
+        "runs": np.repeat(rng.integers(0, 5, n // 64), 64).astype(np.int64),
+        "timestamps": np.cumsum(rng.integers(0, 5_000, n)).astype(np.int64) * 1_000,
+        "noise": rng.standard_normal(n),
+        "wide ints": rng.integers(-2**62, 2**62, n),
+        "few codes": rng.integers(0, 3, n).astype(np.int64) * 1_000_003,
+    }
+
+
+@pytest.mark.parametrize("first", list(_shapes()))
+def test_a_remembered_cascade_encodes_any_later_values_correctly(first: str) -> None:
+    """A bulk write remembers each stream's whole cascade (schemes, decimal exponent) from
+    one page and replays it on the next pages; where it no longer fits the values, that part
+    is chosen again. Whatever comes next, the values come back bit-exact and no page is
+    larger than plain."""
+    import dataclasses
+
+    from arcticlite.format import _encodings as E
+    from arcticlite.format._enc_policy import READ, run_with
+
+    shapes = _shapes()
+    x0 = shapes[first]
+    for later, x in shapes.items():
+        if x.dtype != x0.dtype:
+            continue
+        policy = dataclasses.replace(READ, memo={})
+        run_with(policy, lambda x0=x0: E.encode_fixed(x0, gate=False, key="s"))
+        if first != "constant":  # a constant page is never remembered
+            assert len(policy.memo["s"]) == 6  # the recipe is remembered
+        blob = run_with(policy, lambda x=x: E.encode_fixed(x, gate=False, key="s"))
+        back = E.decode_fixed(memoryview(blob), x.dtype, len(x))
+        assert np.array_equal(back.view(np.uint8), x.view(np.uint8)), (first, later)
+        assert len(blob) <= 1 + x.nbytes + 16, (first, later)
