@@ -22,6 +22,8 @@ from arcticlite.format._enc_select import (
     NO_DICT,
     encode_candidates,
     encode_plain,
+    encode_recipe,
+    recipe_of,
 )
 from arcticlite.format._enc_spec import (
     BINARY_DICT,
@@ -155,14 +157,16 @@ def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any =
     memo = _policy().memo if key is not None else None
     entry = memo.get(key) if memo is not None else None
     if entry is not None and entry[4] > 0:
-        _, mode, codec, level, left = entry[:5]
+        _, mode, codec, level, left, recipe = entry
         assert memo is not None
-        memo[key] = (entry[0], mode, codec, level, left - 1)
-        return compress_if_it_pays(head + encode_candidates(codes, 1, mode | NO_DICT)[0], codec, level)
-    variants = [head + encode_candidates(codes, 1, mode | NO_DICT)[0] for mode in _CODE_MODES]
-    i, codec, level, blob = choose_codec_blob(variants)
+        memo[key] = (entry[0], mode, codec, level, left - 1, recipe)
+        cblob = (encode_recipe(codes, recipe, 1, mode | NO_DICT) if recipe is not None
+                 else encode_candidates(codes, 1, mode | NO_DICT)[0])
+        return compress_if_it_pays(head + cblob, codec, level)
+    cblobs = [encode_candidates(codes, 1, mode | NO_DICT)[0] for mode in _CODE_MODES]
+    i, codec, level, blob = choose_codec_blob([head + c for c in cblobs])
     if memo is not None:
-        memo[key] = ("dictionary", _CODE_MODES[i], codec, level, REUSE)
+        memo[key] = ("dictionary", _CODE_MODES[i], codec, level, REUSE, recipe_of(cblobs[i]))
     return blob
 
 

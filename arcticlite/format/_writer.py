@@ -528,7 +528,8 @@ class FermionWriter:
             if i in self._bloom_last:  # integer columns sorted so far: page min/max do better
                 self._track_sorted(i, col)
             if pa.types.is_dictionary(col.type) and not pa.types.is_dictionary(self._columns[i].field.type):
-                vals.extend(_used_values(c) for c in col.chunks)  # values carried dictionary-encoded
+                # values carried dictionary-encoded: fewer values than a filter needs use none
+                vals.extend(_used_values(c) for c in col.chunks if len(c.dictionary) >= (self._bloom_min or 1))
             else:
                 vals.extend(col.chunks)  # distinct values are found at close, for the columns kept
 
@@ -706,12 +707,16 @@ class FermionWriter:
             per_page = ps // node.dtype.itemsize
         elif node.kind == BINARY and pa.types.is_dictionary(arr.type):
             # values carried dictionary-encoded (see _carries): pages cut by the values' bytes
-            codes = arr.indices.to_numpy(zero_copy_only=False)
-            if valid is not None:
-                codes = np.where(valid, codes, 0)
+            indices = arr.indices if valid is None else arr.indices.fill_null(0)
+            codes = indices.to_numpy(zero_copy_only=False)
             d_offs = _dictionary_offsets(arr.dictionary)
-            cum = np.concatenate([[0], np.cumsum(np.diff(d_offs)[codes])])
+            d_lens = np.diff(d_offs)
             per_page = max(8, ps // 4)
+            counts = np.bincount(codes, minlength=len(d_lens))
+            if n > per_page or int(counts @ d_lens) > ps:  # several pages: cut by the values' bytes
+                cum = np.concatenate([[0], np.cumsum(d_lens[codes])])
+            else:
+                cum = None
         elif node.kind == BINARY:
             odt = np.dtype(np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32)
             offs = _values(bufs[1], odt, off, n + 1)
@@ -742,9 +747,10 @@ class FermionWriter:
                 if validity:
                     job, w = BitmapPage(vslice, vslice), (r1 - r0) // 8
                 elif node.kind == BINARY and pa.types.is_dictionary(arr.type):
-                    assert cum is not None
-                    job = DictBinaryPage(codes[r0:r1], arr.dictionary, d_offs, vslice, g)
-                    w = int(cum[r1] - cum[r0])
+                    whole = cum is None and valid is None  # one page: its value counts are known
+                    job = DictBinaryPage(codes[r0:r1], arr.dictionary, d_offs, vslice, g,
+                                         counts if whole else None)
+                    w = int(counts @ d_lens) if cum is None else int(cum[r1] - cum[r0])
                 elif node.kind == BINARY:
                     assert cum is not None
                     job = BinaryPage(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), vslice)

@@ -137,22 +137,25 @@ class DictBinaryPage:
     its int64 value offsets), with the same blob, statistics and raw length as a
     :class:`BinaryPage` of the values would have."""
 
-    __slots__ = ("codes", "dictionary", "d_offs", "valid", "key")
+    __slots__ = ("codes", "dictionary", "d_offs", "valid", "key", "counts")
 
     def __init__(self, codes: np.ndarray, dictionary: pa.Array, d_offs: np.ndarray,
-                 valid: np.ndarray | None, key: Any = None) -> None:
+                 valid: np.ndarray | None, key: Any = None, counts: np.ndarray | None = None) -> None:
         self.codes, self.dictionary, self.d_offs, self.valid, self.key = codes, dictionary, d_offs, valid, key
+        self.counts = counts  # occurrences of each dictionary value among the page's (valid) codes
 
     def __call__(self) -> PageOut:
         codes, valid = self.codes, self.valid
         n = len(codes)
         blob = _blob(_codec.encode_binary_dictionary(codes, self.dictionary, key=self.key))
-        lengths = np.diff(self.d_offs)
-        present = codes if valid is None else codes[valid]
-        raw = int(lengths[present].sum()) + 4 * (n + 1)
+        counts = self.counts
+        if counts is None:
+            present = codes if valid is None else codes[valid]
+            counts = np.bincount(present, minlength=len(self.dictionary))
+        raw = int(counts @ np.diff(self.d_offs)) + 4 * (n + 1)
         nulls = _nulls(n, valid)
-        if len(present):
-            used = np.flatnonzero(np.bincount(present, minlength=len(self.dictionary)))
+        if nulls < n:
+            used = np.flatnonzero(counts)
             mm = pc.min_max(self.dictionary.take(pa.array(used)))
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if isinstance(lo, str):

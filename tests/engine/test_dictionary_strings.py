@@ -140,3 +140,20 @@ def test_dynamic_schema_and_staging(ac: Any) -> None:
     lib.stage("st", df.iloc[: N // 2])
     lib.finalize_staged_data("st")
     assert_same(lib.read("st").data, df)
+
+
+@pytest.mark.parametrize("page_size", [4_096, 1 << 20])
+def test_the_format_takes_dictionary_encoded_values_with_nulls_over_many_pages(page_size: int) -> None:
+    rng = np.random.default_rng(5)
+    n = 50_000
+    codes = pa.array(rng.integers(0, 300, n).astype(np.int32), mask=rng.random(n) < 0.1)
+    dictionary = pa.array([f"value {i}" * (1 + i % 4) for i in range(300)])
+    table = pa.table({"s": pa.DictionaryArray.from_arrays(codes, dictionary)})
+    schema = pa.schema([pa.field("s", pa.string())])
+    body = fermion.encode(table, schema=schema, page_size=page_size, bloom_min_distinct=16)
+    assert fermion.decode(body).equals(pa.table({"s": table.column("s").cast(pa.string())}))
+    # the Bloom filter holds the values, and proves a value absent
+    hit = fermion.decode(body, filter=[("s", "==", dictionary[7].as_py())])
+    assert hit.num_rows == int(((codes.to_numpy(zero_copy_only=False) == 7) & codes.is_valid().to_numpy(
+        zero_copy_only=False)).sum())
+    assert fermion.decode(body, filter=[("s", "==", "absent")]).num_rows == 0
