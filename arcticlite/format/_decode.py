@@ -227,8 +227,16 @@ def _binary_plan(pages: Pages, coll: Collector, odt: np.dtype[Any], total: int
 
         coll.add(p, fn)
 
+    return concat_binary(parts, odt, total)
+
+
+def concat_binary(parts: Sequence[tuple[np.ndarray, np.ndarray] | None], odt: np.dtype[Any], total: int
+                  ) -> Callable[[], tuple[pa.Buffer, pa.Buffer]]:
+    """The finisher joining per-page ``(offsets from 0, data)`` parts (filled by page jobs)
+    into one column's offsets (``odt``) and data buffers of ``total`` values."""
+
     def finish() -> tuple[pa.Buffer, pa.Buffer]:
-        if len(parts) == 1 and parts[0] is not None:  # one page: its buffers as they are
+        if len(parts) == 1 and parts[0] is not None and parts[0][0].dtype == odt:  # one page: as is
             o, d = parts[0]
             return pa.py_buffer(o), pa.py_buffer(d)
         offs_out = np.empty(total + 1, dtype=odt)

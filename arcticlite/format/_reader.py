@@ -25,6 +25,7 @@ from arcticlite.exceptions import (
 from arcticlite.format import _bloom as B
 from arcticlite.format import _codec
 from arcticlite.format import _filter as F
+from arcticlite.format import _late as LATE
 from arcticlite.format import _layout as L
 from arcticlite.format._decode import (
     Collector,
@@ -555,6 +556,50 @@ class FermionReader:
             names = list(range(keep)) + list(range(keep + len(extra), table.num_columns))
             table = table.select(names)
         return table
+
+    @_guard
+    def match_rows(self, filter: Any, row_range: tuple[int, int] | None = None,
+                   rows: Intervals | None = None) -> np.ndarray:
+        """File rows (sorted int64) of ``row_range`` and ``rows`` (intervals, as for
+        :meth:`read`) that may satisfy ``filter``, decoding only its columns' pages of the
+        candidate rows (page statistics and Bloom filters first). Conservative: rows where a
+        filter column is null, or where a comparison cannot be made, are kept; every row that
+        satisfies ``filter`` is. Dictionary-encoded string pages are judged on their dictionary
+        and codes. With :meth:`take`: late materialisation."""
+        terms = F.parse(filter)
+        ivs = self._candidates(terms, row_range, bloom=True)
+        if rows is not None:
+            ivs = intersect_intervals(ivs, merge_intervals([(max(0, int(a)), min(self.num_rows, int(b)))
+                                                            for a, b in rows]))
+        cols = F.columns_of(terms)
+        idx = dict(zip(cols, self.resolve(cols), strict=True))
+        self._load_cmbs(list(idx.values()))
+        metas = {c: self._cmeta[i] for c, i in idx.items()}
+        starts = self._stripe_starts(None)
+        return LATE.match_rows(terms, ivs, metas, starts, self._collector(),
+                               lambda coll: coll.run(self._rr, gap=self.gap, parallel=self.parallel),
+                               self._plan_column)
+
+    @_guard
+    def take(self, columns: Sequence[str | int] | None, rows: Any) -> pa.Table:
+        """Rows ``rows`` (file rows, sorted, unique) of ``columns`` (None: all) as an Arrow
+        table: only the pages holding them are fetched and decoded, and a dictionary-encoded
+        string page builds the strings of the rows taken only."""
+        idx = self.resolve(columns)
+        sel = np.asarray(rows, dtype=np.int64)
+        if len(sel) and (int(sel[0]) < 0 or int(sel[-1]) >= self.num_rows):
+            raise UserInputException(f"rows must lie in [0, {self.num_rows}) of the file")
+        if len(sel) > 1 and not bool((np.diff(sel) > 0).all()):
+            raise UserInputException("rows must be sorted and unique")
+        self._load_cmbs(idx)
+        coll = self._collector()
+        starts = self._stripe_starts(None)
+        fins = [LATE.plan_take(self._cmeta[i], starts, sel, coll) for i in idx]
+        coll.run(self._rr, gap=self.gap, parallel=self.parallel)
+        schema = self._schema_of(idx, self._meta())
+        if not idx:
+            return pa.table({"_": pa.nulls(len(sel))}, metadata=schema.metadata).select([])
+        return pa.Table.from_arrays([f() for f in fins], schema=schema)
 
     @_guard
     def read_into(self, columns: Sequence[str | int], out: Sequence[np.ndarray],

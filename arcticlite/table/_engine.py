@@ -152,7 +152,8 @@ class TableEngine:
             row_groups_pruned_bloom=pst.pruned_bloom, segments_pruned_by_statistics=pst.segments_pruned,
             segments_fetched=fst.segments, pages_considered=fst.pages, pages_skipped=fst.pages_skipped,
             rows_skipped=fst.rows_skipped, bytes_fetched=fst.bytes_fetched, metadata_bytes=pst.metadata_bytes,
-            rows_returned=table.num_rows,
+            rows_returned=table.num_rows, rows_filtered_first=fst.rows_considered_late,
+            rows_materialised=fst.rows_taken_late,
         )
 
     def read_arrow(self, plan: ReadPlan, stats: FetchStats | None = None) -> tuple[pa.Table, norm.NormMeta]:

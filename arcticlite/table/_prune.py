@@ -237,6 +237,9 @@ class ReadExplain:
         Bytes of segment tails and Bloom filters read by ranged requests to decide (S3).
     rows_returned : int
         Rows of the result.
+    rows_filtered_first, rows_materialised : int
+        Late materialisation: rows whose filter columns were decoded and judged first, and
+        the rows of them that may pass, the only ones of the other columns decoded.
     """
 
     symbol: str
@@ -254,6 +257,8 @@ class ReadExplain:
     bytes_fetched: int
     metadata_bytes: int
     rows_returned: int
+    rows_filtered_first: int = 0
+    rows_materialised: int = 0
 
     @property
     def segments_pruned_by_index_range(self) -> int:
@@ -274,6 +279,8 @@ class ReadExplain:
             f"{self.row_groups_pruned_bloom} by Bloom filter",
             f"  pages: {self.pages_considered} considered, {self.pages_skipped} skipped "
             f"({self.rows_skipped} rows not decoded)",
+            f"  late materialisation: {self.rows_filtered_first} rows filtered first, "
+            f"{self.rows_materialised} rows of the other columns decoded",
             f"  bytes: {self.bytes_fetched} fetched, {self.metadata_bytes} of metadata read to prune",
             f"  rows returned: {self.rows_returned}",
         ])

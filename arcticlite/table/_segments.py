@@ -34,7 +34,7 @@ from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
 from arcticlite.query import absent_name
 from arcticlite.storage import KVStore
 from arcticlite.table._pools import Pools, shared
-from arcticlite.table._prune import Intervals, file_rows
+from arcticlite.table._prune import Intervals, file_rows, simple_terms
 from arcticlite.version import LibraryKeys
 
 WRITE_BATCH_BYTES = 8 << 20
@@ -57,6 +57,10 @@ OPTIMIZE_FOR = "read"
 short-run RLE). 5M-row quote frame: read 0.11 s vs 0.125 s, 24 MB vs 17 MB stored."""
 SMALL_SEGMENT_BYTES = 64 << 10
 """Segments smaller than this on average are read in one store request (copies are cheap)."""
+LATE_MAX_FRACTION = 2
+"""Late materialisation takes the rows that may pass a query's filters when they are at most
+1 / this of the rows considered; more, and the pages are decoded whole (a take would cost more
+than the filter saves)."""
 
 
 BLOOM_MIN_DISTINCT = 16
@@ -360,6 +364,9 @@ class FetchStats:
         Rows of the fetched segments not decoded for that reason.
     bytes_fetched : int
         Bytes the segment readers requested (metadata and pages).
+    rows_considered_late, rows_taken_late : int
+        Rows whose filter columns were decoded first (late materialisation), and the rows of
+        them that may pass, the only rows of the other columns decoded.
     """
 
     segments: int = 0
@@ -367,6 +374,8 @@ class FetchStats:
     pages_skipped: int = 0
     rows_skipped: int = 0
     bytes_fetched: int = 0
+    rows_considered_late: int = 0
+    rows_taken_late: int = 0
     whole: bool = False  # segments were read whole (counted when fetched)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -374,6 +383,11 @@ class FetchStats:
         with self._lock:
             self.whole = True
             self.bytes_fetched += nbytes
+
+    def taken(self, considered: int, taken: int) -> None:
+        with self._lock:
+            self.rows_considered_late += considered
+            self.rows_taken_late += taken
 
     def add(self, reader: fermion.FermionReader, cols: Sequence[str], job: _Job) -> None:
         """Count the pages of ``cols`` in the job's rows and those outside its ``rows``."""
@@ -419,6 +433,7 @@ class _Job:
     hi: int
     trim: bool  # cut the rows to ``index_range`` with the segment's own index column
     rows: Intervals | None = None  # only these rows of [lo, hi) may match the query's filters
+    late: tuple[Any, ...] | None = None  # the query's value filters, judged here first (late materialisation)
 
 
 def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
@@ -427,7 +442,8 @@ def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
     with naming_key(job.key):
         reader = fermion.FermionReader(src, parallel=parallel)
         try:
-            out = _decode_with(reader, job, dynamic=dynamic, index_name=index_name, index_range=index_range)
+            out = _decode_with(reader, job, dynamic=dynamic, index_name=index_name, index_range=index_range,
+                               stats=stats)
             if stats is not None:
                 stats.add(reader, [c for c in job.cols if c != index_name] or job.cols, job)
             return out
@@ -436,12 +452,20 @@ def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
 
 
 def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, index_name: str | None,
-                 index_range: tuple[int, int] | None) -> pa.Table:
+                 index_range: tuple[int, int] | None, stats: FetchStats | None = None) -> pa.Table:
     cols = job.cols
     if dynamic:  # segments hold the columns that existed when they were written
         present = set(reader.column_names)
         cols = [c for c in cols if c in present]
     lo, hi = job.lo, job.hi
+    if job.late is not None and hi > lo:
+        # late materialisation: the filter columns first, then only the rows that may pass
+        sel = reader.match_rows(list(job.late), (lo, hi), rows=job.rows)
+        considered = hi - lo if job.rows is None else sum(b - a for a, b in job.rows)
+        if len(sel) * LATE_MAX_FRACTION <= considered:
+            if stats is not None:
+                stats.taken(considered, len(sel))
+            return reader.take(cols, sel)
     if job.rows is not None:  # page skipping: the same rows in every column slice
         return reader.read(cols, row_range=(lo, hi), rows=job.rows)
     if job.trim and index_range is not None and index_name is not None and hi > lo:
@@ -500,6 +524,7 @@ def read_segments(
     mark_absent: bool = False,
     candidates: dict[int, Intervals] | None = None,
     stats: FetchStats | None = None,
+    filters: Sequence[Any] = (),
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -512,7 +537,10 @@ def read_segments(
     boolean companion column (``query.absent_name``) true on those rows. ``candidates`` (a read
     plan's, by row group start): the absolute rows of a row group that may pass the query's
     filters; every column slice of that group decodes only the pages covering them, so the
-    slices stay row-aligned. ``stats`` counts pages and bytes fetched.
+    slices stay row-aligned. ``stats`` counts pages and bytes fetched. ``filters`` (a query's
+    value filters, ``QueryPlan.value_filters``): a row group held in one segment with every
+    filter column decodes those columns first and then only the rows that may pass (late
+    materialisation; the query still filters them exactly).
     """
     index_names = [schema.field(i).name for i in range(n_index)]
     wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
@@ -540,6 +568,9 @@ def read_segments(
         trim = (leaves["min_index"] < use_range[0]) | (leaves["max_index"] > use_range[1])
     else:
         trim = np.zeros(len(leaves), dtype=bool)
+    last_in_group = np.ones(len(leaves), dtype=bool)
+    last_in_group[:-1] = first_in_group[1:]
+    late_cols = {t[0] for t in simple_terms(filters)} if filters and not dynamic else set()
     jobs = []
     for i in range(len(leaves)):
         c0, c1 = int(leaves[i]["start_col"]), int(leaves[i]["end_col"])
@@ -550,7 +581,9 @@ def read_segments(
         rows = None
         if candidates is not None and int(start[i]) in candidates:
             rows = file_rows(candidates[int(start[i])], int(start[i]), int(off[i]), a, b)
-        jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows))
+        late = tuple(filters) if late_cols and first_in_group[i] and last_in_group[i] \
+            and late_cols.issubset(cols) else None
+        jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows, late))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if n_index else None, index_range=use_range,
                            pools=pools or shared(), stats=stats)

@@ -1,8 +1,10 @@
 """Property test of query pushdown (issue 15): over random frames and random filters (``==``,
 ``!=``, ranges, ``isin``, ``isna`` / ``notna``, ``&`` and ``|``), a read with Bloom filters
-written, one without, and one with pruning switched off all equal pandas on the full frame.
-Segments are tiny (37 rows x 2 columns, 512-byte pages), so row groups, column slices and
-pages are pruned and skipped all the time."""
+written, one without, one with pruning switched off, and one whose row groups are single
+segments read by late materialisation (filter columns first, then only the rows that may pass,
+whatever their number) all equal pandas on the full frame. Segments are tiny (37 rows x 2
+columns, 512-byte pages), so row groups, column slices and pages are pruned and skipped all the
+time."""
 
 from __future__ import annotations
 
@@ -26,12 +28,13 @@ STRS = ["a", "b", "c", "d"]
 
 
 @pytest.fixture(scope="module")
-def libs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Library, Library]]:
+def libs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Library, Library, Library]]:
     path = os.path.join(os.fspath(tmp_path_factory.mktemp("pushdown")), "lmdb")
     ac = Arctic(f"lmdb://{path}")
     opts = {"rows_per_segment": 37, "columns_per_segment": 2}
     yield (ac.create_library("bloom", LibraryOptions(bloom_min_distinct=1, **opts)),
-           ac.create_library("plain", LibraryOptions(bloom_min_distinct=None, **opts)))
+           ac.create_library("plain", LibraryOptions(bloom_min_distinct=None, **opts)),
+           ac.create_library("late", LibraryOptions(bloom_min_distinct=1, rows_per_segment=37)))
 
 
 @st.composite
@@ -53,6 +56,7 @@ def frames(draw: st.DrawFn) -> pd.DataFrame:
         "f": f,
         "s": s,
         "u": np.char.add("u", rng.integers(0, 3 * n, n).astype(str)).astype(object),
+        "t": rng.choice(np.array(["x", "yy", "zzz"], dtype=object), n),  # dictionary-encoded pages
     }, index=pd.date_range("2024-01-01", periods=n, freq="min"))
 
 
@@ -65,7 +69,7 @@ def atoms(df: pd.DataFrame) -> st.SearchStrategy[Pair]:
         elif col in ("f", "c"):
             other = st.sampled_from([-1.0, 0.0, 0.5, 3.0])
         else:
-            other = st.sampled_from(["zz", "u-1", "a"])
+            other = st.sampled_from(["zz", "u-1", "a", "yy"])
         return (st.sampled_from(present) | other) if present else other
 
     def cmp(col: str, op: str) -> st.SearchStrategy[Pair]:
@@ -84,8 +88,8 @@ def atoms(df: pd.DataFrame) -> st.SearchStrategy[Pair]:
 
     return st.one_of(
         *[cmp(c, op) for c in ("i", "k", "f", "c") for op in ("==", "!=", "<", ">=")],
-        *[cmp(c, op) for c in ("s", "u") for op in ("==", "!=")],
-        *[isin(c) for c in ("i", "k", "s", "u")],
+        *[cmp(c, op) for c in ("s", "u", "t") for op in ("==", "!=")],
+        *[isin(c) for c in ("i", "k", "s", "u", "t")],
         *[nulls(c, neg) for c in ("f", "s", "c") for neg in (False, True)],
     )
 
@@ -108,9 +112,10 @@ def cases(draw: st.DrawFn) -> tuple[pd.DataFrame, Pair]:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(cases())
-def test_pushdown_reads_equal_pandas(libs: tuple[Library, Library], monkeypatch: pytest.MonkeyPatch,
+def test_pushdown_reads_equal_pandas(libs: tuple[Library, Library, Library], monkeypatch: pytest.MonkeyPatch,
                                      case: tuple[pd.DataFrame, Pair]) -> None:
     monkeypatch.setattr(_segments, "PAGE_SIZE", 512)  # 64 int64 values a page
+    monkeypatch.setattr(_segments, "LATE_MAX_FRACTION", 0)  # late materialisation whatever passes
     df, (query, mask) = case
     expected = df[mask(df)]
     for lib in libs:

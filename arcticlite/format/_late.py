@@ -1,0 +1,310 @@
+"""Late materialisation: the rows a filter may keep, then only those rows of other columns.
+
+:func:`match_rows` decodes only the filter's columns (only the pages of the candidate rows) and
+evaluates its terms vectorised, keeping every row it cannot rule out — nulls included, so the
+rows kept are a superset of those passing the filter under either null convention (Fermion's
+``decode(filter=)``, where a null matches nothing, or the query engine's, where a null differs
+from every value). A page of a string column stored as a dictionary (``binary-dict``) is judged
+on its dictionary and its codes: the strings of the page are never built.
+
+:func:`plan_take` registers the page jobs that gather given rows of one column: only the pages
+holding them are fetched and decoded, and a dictionary-encoded string page builds the strings
+of the rows taken only (a gather of their codes), not those of the whole page.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arcticlite.exceptions import InvalidFileError
+from arcticlite.format import _enc_binary
+from arcticlite.format import _filter as F
+from arcticlite.format._decode import (
+    PLAIN_ID,
+    Collector,
+    _check_offsets,
+    _fixed_kernel,
+    _state,
+    concat_binary,
+    plan_flat,
+    plan_whole,
+)
+from arcticlite.format._intervals import Intervals
+from arcticlite.format._meta import P_FIRST, P_ITEMS, P_RAW, ColumnMeta
+from arcticlite.format._types import BINARY, FIXED, FLAT_KINDS, NULL
+
+Finish = Callable[[], pa.Array]
+
+
+# ----------------------------------------------------------------------------- terms on arrays
+def term_mask(arr: Any, term: F.Term) -> np.ndarray:
+    """Rows of ``arr`` (an Arrow array) that may satisfy the simple ``term``: True where it
+    holds, where the value is null, and everywhere when the comparison cannot be made."""
+    n = len(arr)
+    try:
+        if term.op == "isnull":
+            res = pc.is_null(arr, nan_is_null=True)
+        elif term.op == "notnull":
+            res = pc.is_valid(arr)
+        elif term.op in ("in", "not in"):
+            values = pa.array(list(term.value))
+            if values.type != arr.type and not pa.types.is_dictionary(arr.type):
+                values = values.cast(arr.type)
+            res = pc.is_in(arr, value_set=values)
+            if term.op == "not in":
+                res = pc.invert(res)
+        elif term.op == "between":
+            res = pc.and_kleene(pc.greater_equal(arr, term.value[0]), pc.less_equal(arr, term.value[1]))
+        else:
+            fn = {"==": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
+                  ">": pc.greater, ">=": pc.greater_equal}[term.op]
+            res = fn(arr, term.value)
+        if res.null_count:
+            res = res.fill_null(True)
+        out = np.asarray(res.to_numpy(zero_copy_only=False), dtype=bool)
+        if arr.null_count and term.op not in ("isnull", "notnull"):
+            out |= ~np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), dtype=bool)
+        return out
+    except (pa.ArrowException, TypeError, ValueError, OverflowError, KeyError):
+        return np.ones(n, dtype=bool)
+
+
+class _Column:
+    """One filter column decoded over the candidate rows: either an Arrow array of the rows
+    (``values``, in the order of the intervals) or, for a string column without nulls, its
+    pages as ``(first row, codes or None, dictionary or values)``."""
+
+    __slots__ = ("values", "pages")
+
+    def __init__(self) -> None:
+        self.values: Any = None
+        self.pages: list[tuple[int, np.ndarray | None, pa.Array]] = []
+
+    def mask(self, term: F.Term, ivs: Intervals, r0: int, n: int) -> np.ndarray:
+        """``term`` on this column as a mask of the hull rows ``[r0, r0 + n)``."""
+        out = np.zeros(n, dtype=bool)
+        if self.values is not None:
+            m = term_mask(self.values, term)
+            pos = 0
+            for a, b in ivs:
+                out[a - r0 : b - r0] = m[pos : pos + b - a]
+                pos += b - a
+            return out
+        for first, codes, arr in self.pages:
+            m = term_mask(arr, term)
+            if codes is not None:
+                m = m[codes]
+            a, b = max(first, r0), min(first + len(m), r0 + n)
+            if a < b:
+                out[a - r0 : b - r0] = m[a - first : b - first]
+        return out
+
+
+def _string_pages(cm: ColumnMeta, starts: Sequence[int], ivs: Intervals, coll: Collector,
+                  col: _Column) -> bool:
+    """Plan the pages of a string column holding ``ivs`` as codes + dictionary (or values)
+    into ``col.pages``; False when the column does not qualify (nulls, not a flat string)."""
+    node = cm.nodes[0]
+    if node.kind != BINARY:
+        return False
+    ds = node.streams[1]
+    atype = pa.large_binary() if pa.types.is_large_binary(node.type) or pa.types.is_binary(node.type) \
+        else pa.large_string()
+    plans: list[tuple[tuple[Any, ...], int]] = []
+    for st in range(len(starts) - 1):
+        s0, s1 = starts[st], starts[st + 1]
+        if not any(a < s1 and b > s0 for a, b in ivs):
+            continue
+        if _state(cm, node.streams[0], st) != "valid":
+            return False
+        for p in cm.plist[ds][st]:
+            a, b = s0 + p[P_FIRST], s0 + p[P_FIRST] + p[P_ITEMS]
+            if any(x < b and a < y for x, y in ivs):
+                plans.append((p, a))
+    for p, first in plans:
+        def fn(mv: memoryview, first: int = first, cnt: int = p[P_ITEMS]) -> None:
+            codes, offs, data = _enc_binary.decode_binary_codes(mv, cnt, 0, _fixed_kernel)
+            data = np.asarray(data).view(np.uint8)
+            size = cnt if codes is None else len(offs) - 1
+            _check_offsets(offs, data, size)
+            arr = pa.Array.from_buffers(atype, size, [None, pa.py_buffer(offs), pa.py_buffer(data)])
+            col.pages.append((first, codes, arr))
+        coll.add(p, fn)
+    return True
+
+
+def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta], starts: Sequence[int],
+               coll: Collector, run: Callable[[Collector], None],
+               plan_column: Callable[[ColumnMeta, Intervals, Collector], Any]) -> np.ndarray:
+    """File rows of ``ivs`` (sorted, disjoint) that may satisfy ``terms`` (ANDed), as a sorted
+    int64 array; ``metas``: the CMB of each filter column."""
+    if not ivs:
+        return np.zeros(0, dtype=np.int64)
+    cols: dict[str, _Column] = {}
+    fins: dict[str, Any] = {}
+    for name, cm in metas.items():
+        col = cols[name] = _Column()
+        if cm.all_null or not _string_pages(cm, starts, ivs, coll, col):
+            col.pages = []
+            fins[name] = plan_column(cm, ivs, coll)
+    run(coll)
+    for name, fin in fins.items():
+        parts = fin()
+        cols[name].values = parts[0] if len(parts) == 1 else pa.chunked_array(parts).combine_chunks()
+    r0, r1 = ivs[0][0], ivs[-1][1]
+    n = r1 - r0
+
+    def conj(ts: list[F.Term]) -> np.ndarray:
+        m = np.ones(n, dtype=bool)
+        for t in ts:
+            if t.op == "or":
+                alt = np.zeros(n, dtype=bool)
+                for a in t.value:
+                    alt |= conj(a)
+                m &= alt
+            else:
+                m &= cols[t.column].mask(t, ivs, r0, n)
+        return m
+
+    keep = conj(terms)
+    inside = np.zeros(n, dtype=bool)
+    for a, b in ivs:
+        inside[a - r0 : b - r0] = True
+    return np.flatnonzero(keep & inside) + r0
+
+
+# ----------------------------------------------------------------------------- taking rows
+def _page_groups(pages: Sequence[tuple[Any, ...]], local: np.ndarray) -> list[tuple[int, int, int]]:
+    """``(page, start, stop)``: the positions ``[start, stop)`` of ``local`` (sorted stripe
+    rows) that fall in each page holding any of them."""
+    firsts = np.fromiter((p[P_FIRST] for p in pages), dtype=np.int64, count=len(pages))
+    which = np.searchsorted(firsts, local, "right") - 1
+    ks, first_pos = np.unique(which, return_index=True)
+    bounds = [*first_pos.tolist(), len(local)]
+    return [(int(k), bounds[j], bounds[j + 1]) for j, k in enumerate(ks.tolist())]
+
+
+def _take_strings(cm: ColumnMeta, st: int, local: np.ndarray, coll: Collector) -> Finish:
+    """Rows ``local`` of a flat string column without nulls in stripe ``st``: each page holding
+    some is decoded to codes (or values) and only the rows taken are gathered."""
+    node = cm.nodes[0]
+    ds = node.streams[1]
+    pages = cm.plist[ds][st]
+    odt = cm.specs[ds].dtype
+    groups = _page_groups(pages, local)
+    parts: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(groups)
+    for j, (k, s, e) in enumerate(groups):
+        p = pages[k]
+        rel = local[s:e] - p[P_FIRST]
+
+        def fn(mv: memoryview, j: int = j, rel: np.ndarray = rel, cnt: int = p[P_ITEMS]) -> None:
+            codes, offs, data = _enc_binary.decode_binary_codes(mv, cnt, 0, _fixed_kernel)
+            data = np.asarray(data).view(np.uint8)
+            size = cnt if codes is None else len(offs) - 1
+            _check_offsets(offs, data, size)
+            sel = rel if codes is None else codes[rel]
+            parts[j] = _enc_binary._gather(np.asarray(offs, dtype=np.int64), data, sel, np.dtype(odt))
+
+        coll.add(p, fn)
+    n = len(local)
+    fin = concat_binary(parts, odt, n)
+    return lambda: pa.Array.from_buffers(node.type, n, [None, *fin()])
+
+
+def _take_fixed(cm: ColumnMeta, st: int, local: np.ndarray, coll: Collector) -> Finish:
+    """Rows ``local`` of a fixed-width column without nulls in stripe ``st``: a plain page
+    gives its rows straight from its bytes, another is decoded into a page-sized temporary."""
+    node = cm.nodes[0]
+    dtype = node.dtype
+    assert dtype is not None
+    pages = cm.plist[node.streams[1]][st]
+    n = len(local)
+    coll.reserve(n * dtype.itemsize)
+    out = np.empty(n, dtype=dtype)
+    for k, s, e in _page_groups(pages, local):
+        p = pages[k]
+        if p[P_RAW] != p[P_ITEMS] * dtype.itemsize:
+            raise InvalidFileError("page size does not match its item count")
+
+        def fn(mv: memoryview, dst: np.ndarray = out[s:e], rel: np.ndarray = local[s:e] - p[P_FIRST],
+               cnt: int = p[P_ITEMS]) -> None:
+            if len(mv) == 1 + cnt * dtype.itemsize and mv[0] == PLAIN_ID:
+                values = np.frombuffer(mv, dtype=dtype, count=cnt, offset=1)
+            else:
+                values = np.empty(cnt, dtype=dtype)
+                _fixed_kernel(mv, dtype, cnt, values, 0)
+            np.take(values, rel, out=dst)
+
+        coll.add(p, fn)
+    return lambda: pa.Array.from_buffers(node.type, n, [None, pa.py_buffer(out)])
+
+
+def _take_pages(cm: ColumnMeta, st: int, local: np.ndarray, coll: Collector) -> Finish:
+    """Rows ``local`` of a flat column in stripe ``st``: the pages holding them are decoded
+    (as a row-range read would) and the rows taken."""
+    node = cm.nodes[0]
+    pages = cm.plist[node.streams[1]][st]
+    spans: Intervals = []
+    for k, _s, _e in _page_groups(pages, local):
+        a, b = pages[k][P_FIRST], pages[k][P_FIRST] + pages[k][P_ITEMS]
+        if spans and spans[-1][1] == a:
+            spans[-1] = (spans[-1][0], b)
+        else:
+            spans.append((a, b))
+    fin = plan_flat(cm, 0, st, coll, spans)
+    lens = np.array([b - a for a, b in spans], dtype=np.int64)
+    before = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    starts = np.array([a for a, _ in spans], dtype=np.int64)
+    j = np.searchsorted(starts, local, "right") - 1
+    pos = local - starts[j] + before[j]
+
+    def finish() -> pa.Array:
+        arrs = fin()
+        arr = arrs[0] if len(arrs) == 1 else pa.concat_arrays(arrs)
+        return arr.take(pa.array(pos))
+    return finish
+
+
+def _taken(whole: Finish, local: np.ndarray) -> Finish:
+    return lambda: whole().take(pa.array(local))
+
+
+def plan_take(cm: ColumnMeta, starts: Sequence[int], rows: np.ndarray, coll: Collector) -> Finish:
+    """Register the page jobs gathering file rows ``rows`` (sorted int64) of one column;
+    the finisher returns them as one array (or a chunked array over several stripes)."""
+    t = cm.field.type
+    n = len(rows)
+    if cm.all_null:
+        return lambda: pa.nulls(n, t)
+    node = cm.nodes[0]
+    cuts = np.searchsorted(rows, np.asarray(starts, dtype=np.int64), "left")
+    per: list[Finish] = []
+    for st in range(len(starts) - 1):
+        local = rows[cuts[st] : cuts[st + 1]] - starts[st]
+        if not len(local):
+            continue
+        m = len(local)
+        vstate = _state(cm, node.streams[0], st) if node.kind != NULL else "null"
+        if node.kind not in FLAT_KINDS:
+            per.append(_taken(plan_whole(cm, 0, st, coll), local))
+        elif vstate == "null":
+            per.append(functools.partial(pa.nulls, m, t))
+        elif node.kind == BINARY and vstate == "valid":
+            per.append(_take_strings(cm, st, local, coll))
+        elif node.kind == FIXED and vstate == "valid":
+            per.append(_take_fixed(cm, st, local, coll))
+        else:
+            per.append(_take_pages(cm, st, local, coll))
+
+    def finish() -> Any:
+        arrs = [f() for f in per]
+        if not arrs:
+            return pa.array([], t)
+        return arrs[0] if len(arrs) == 1 else pa.chunked_array(arrs, type=t)
+    return finish
