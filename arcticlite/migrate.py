@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from arcticlite.exceptions import MissingDependencyError
 from arcticlite.library import Arctic, LibraryOptions
+from arcticlite.progress import Progress
 
 __all__ = ["import_arcticdb"]
 
@@ -46,7 +47,8 @@ def import_arcticdb(source_uri: str, target_uri: str, libraries: Sequence[str] |
         Copy every live version of each symbol, oldest first (version ids are then renumbered
         0, 1, 2, … where ArcticDB's had gaps from deletions); by default only the latest.
     progress : callable, optional
-        Called with one line per symbol copied (default: ``print``; ``None`` for silence).
+        Called with one line per symbol copied (default: ``print``; ``None`` for silence). A
+        progress bar counts the symbols on terminals (:mod:`arcticlite.progress`).
 
     Returns
     -------
@@ -77,7 +79,9 @@ def import_arcticdb(source_uri: str, target_uri: str, libraries: Sequence[str] |
                             library_options=None if dst.has_library(name) else
                             LibraryOptions(dynamic_schema=bool(s.options().dynamic_schema)))
         count = 0
-        for sym in sorted(s.list_symbols()):
+        syms = sorted(s.list_symbols())
+        bar = Progress(len(syms), f"import {name}", unit="symbol")
+        for sym in syms:
             if all_versions:
                 listed = s.list_versions(sym)
                 ids: list[Any] = sorted(v.version for v, info in listed.items() if not info.deleted)
@@ -92,5 +96,7 @@ def import_arcticdb(source_uri: str, target_uri: str, libraries: Sequence[str] |
                 count += 1
             if progress is not None:
                 progress(f"{name}/{sym}: {len(ids)} version{'s' if len(ids) != 1 else ''}")
+            bar.update(1)
+        bar.close()
         written[name] = count
     return written

@@ -122,7 +122,7 @@ class Progress:
     def __init__(self, total: int, desc: str, unit: str = "it", enabled: bool | None = None,
                  delay: float = 0.5) -> None:
         self.total, self.desc, self.unit, self.done = int(total), desc, unit, 0
-        self._on = (_enabled_now() if enabled is None else enabled) and self.total > 1
+        self._on = self.total > 1 and (_enabled_now() if enabled is None else enabled)
         self._delay = delay
         self._start = time.monotonic()
         self._lock = threading.Lock()

@@ -11,9 +11,12 @@ from arcticlite.exceptions import ArcticException
 
 
 def _import_arcticdb(source: str, target: str, libraries: list[str] | None, all_versions: bool) -> int:
+    from arcticlite import progress
     from arcticlite.migrate import import_arcticdb
 
-    done = import_arcticdb(source, target, libraries, all_versions=all_versions)
+    # one line per symbol in a pipe or a log; a progress bar instead on a terminal
+    done = import_arcticdb(source, target, libraries, all_versions=all_versions,
+                           progress=None if progress.enabled() else print)
     print(f"copied {sum(done.values())} versions of {len(done)} libraries")
     return 0
 
@@ -23,10 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     from arcticlite.cli._parser import parser
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "fermion":
-        from arcticlite.format.__main__ import main as fermion_main
-
-        return int(fermion_main(argv[1:]) or 0)
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad command line (2)

@@ -1,13 +1,16 @@
-"""``convert IN OUT``: Parquet ↔ Fermion files, the direction told by the extensions (the
-``fermion from-parquet`` / ``to-parquet`` tools with the command line's errors and exit codes)."""
+"""``convert IN OUT``: Parquet ↔ Fermion files, the direction told by the extensions, and the
+``fermion from-parquet | to-parquet | inspect`` tools, all with the command line's errors and
+exit codes: a missing or unreadable input is exit 5, and a failed conversion leaves no file."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable
 
 from arcticlite.cli._common import BAD_INPUT, FILE_ERROR, CliError, emit_json
-from arcticlite.exceptions import CorruptDataError
+from arcticlite.exceptions import ArcticException
 
 _KINDS = {".parquet": "parquet", ".pq": "parquet", ".fermion": "fermion", ".frmn": "fermion"}
 
@@ -19,32 +22,61 @@ def _kind(path: str, what: str) -> str:
     return kind
 
 
-def convert(args: argparse.Namespace) -> int:
+def _existing(path: str) -> None:
+    if not os.path.isfile(path):
+        raise CliError(f"input file {path!r} does not exist (nothing was written)", FILE_ERROR)
+
+
+def _atomic(src: str, dst: str, write: Callable[[str], object]) -> int:
+    """``write(tmp)`` beside ``dst``, then rename it to ``dst``; a failure leaves no file.
+    Returns the size written."""
     import pyarrow as pa
 
+    _existing(src)
+    tmp = f"{dst}.tmp-{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, dst)
+    except (OSError, pa.ArrowException, ArcticException) as exc:
+        raise CliError(f"cannot convert {src!r} to {dst!r}: {exc} (nothing was written)", FILE_ERROR) from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return os.path.getsize(dst)
+
+
+def convert(args: argparse.Namespace) -> int:
     from arcticlite.format import from_parquet, to_parquet
 
     src, dst = _kind(args.src, "input file"), _kind(args.dst, "output file")
     if src == dst:
         raise CliError(f"convert {args.src!r} to {args.dst!r}: one must be .parquet, the other .fermion", BAD_INPUT)
-    if not os.path.isfile(args.src):
-        raise CliError(f"input file {args.src!r} does not exist (nothing was written)", FILE_ERROR)
-    tmp = f"{args.dst}.tmp-{os.getpid()}"
-    try:
-        if src == "parquet":
-            from_parquet(args.src, tmp)
-        else:
-            to_parquet(args.src, tmp)
-        os.replace(tmp, args.dst)
-    except (OSError, pa.ArrowException, CorruptDataError) as exc:
-        raise CliError(f"cannot convert {args.src!r} to {args.dst!r}: {exc} (nothing was written)",
-                       FILE_ERROR) from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    size = os.path.getsize(args.dst)
+    size = _atomic(args.src, args.dst, lambda tmp: from_parquet(args.src, tmp) if src == "parquet"
+                   else to_parquet(args.src, tmp))
     if args.json:
         emit_json({"input": args.src, "output": args.dst, "bytes": size})
     else:
         print(f"wrote {args.dst} ({size:,} bytes, {dst})")
+    return 0
+
+
+def fermion(args: argparse.Namespace) -> int:
+    """``fermion from-parquet | to-parquet | inspect`` (``python -m arcticlite.format``)."""
+    from arcticlite.format import from_parquet, to_parquet
+    from arcticlite.format.__main__ import inspect
+
+    if args.action == "inspect":
+        _existing(args.file)
+        try:
+            inspect(args.file, out=sys.stdout, pages=args.pages)
+        except (OSError, ArcticException) as exc:
+            raise CliError(f"cannot read {args.file!r} as a Fermion file: {exc}", FILE_ERROR) from None
+        return 0
+    if args.action == "from-parquet":
+        opts = {k: v for k, v in (("page_size", args.page_size), ("stripe_rows", args.stripe_rows)) if v is not None}
+        size = _atomic(args.src, args.dst, lambda tmp: from_parquet(args.src, tmp, **opts))
+    else:
+        comp = None if args.compression.lower() == "none" else args.compression
+        size = _atomic(args.src, args.dst, lambda tmp: to_parquet(args.src, tmp, compression=comp))
+    print(f"wrote {args.dst} ({size:,} bytes)")
     return 0

@@ -204,5 +204,25 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", default=None, metavar="FILE.png", help="also draw them as a chart (needs matplotlib)")
     b.add_argument("--json", action="store_true", help="print JSON instead of the table")
     b.set_defaults(fn=_bench.bench)
-    sub.add_parser("fermion", help="Fermion file tools (from-parquet, to-parquet, inspect)", add_help=False)
+    f = sub.add_parser("fermion", help="Fermion file tools (from-parquet, to-parquet, inspect)",
+                       description="Convert Parquet files to Fermion and back, or show a Fermion file's layout.",
+                       formatter_class=_RAW, parents=[_COMMON],
+                       epilog="example:\n  arcticlite fermion inspect trades.fermion --pages")
+    fs = f.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = fs.add_parser("from-parquet", help="convert a Parquet file to Fermion", formatter_class=_RAW,
+                      epilog="example:\n  arcticlite fermion from-parquet trades.parquet trades.fermion")
+    a.add_argument("src", help="the Parquet file")
+    a.add_argument("dst", help="the Fermion file to write")
+    a.add_argument("--page-size", type=int, default=None, metavar="BYTES", help="target page size")
+    a.add_argument("--stripe-rows", type=int, default=None, metavar="N", help="rows per stripe")
+    b2 = fs.add_parser("to-parquet", help="convert a Fermion file to Parquet", formatter_class=_RAW,
+                       epilog="example:\n  arcticlite fermion to-parquet trades.fermion trades.parquet")
+    b2.add_argument("src", help="the Fermion file")
+    b2.add_argument("dst", help="the Parquet file to write")
+    b2.add_argument("--compression", default="zstd", help="Parquet codec (zstd, snappy, none; default zstd)")
+    i = fs.add_parser("inspect", help="print schema, columns, pages, encodings and sizes", formatter_class=_RAW,
+                      epilog="example:\n  arcticlite fermion inspect trades.fermion")
+    i.add_argument("file", help="the Fermion file")
+    i.add_argument("--pages", action="store_true", help="list every page")
+    f.set_defaults(fn=_convert.fermion)
     return p

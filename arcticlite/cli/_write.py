@@ -19,6 +19,7 @@ from arcticlite.cli._common import (
     read_frame,
     require_symbol,
 )
+from arcticlite.progress import Progress
 
 
 def _report(args: argparse.Namespace, verb: str, item: Any, rows: int) -> int:
@@ -119,12 +120,14 @@ def compact(args: argparse.Namespace) -> int:
     syms = [args.symbol] if args.symbol else [s for s in sorted(lib.list_symbols())
                                               if lib.get_description(s).row_count is not None]
     out = []
-    for sym in syms:
-        plan = lib.compact_data_explain_plan(sym, args.rows_per_segment)
-        row = _plan(plan)
-        if not args.plan and plan.will_do_work:
-            row["new_version"] = lib.compact_data(sym, args.rows_per_segment).version
-        out.append(row)
+    with Progress(len(syms), "compact", unit="symbol") as bar:
+        for sym in syms:
+            plan = lib.compact_data_explain_plan(sym, args.rows_per_segment)
+            row = _plan(plan)
+            if not args.plan and plan.will_do_work:
+                row["new_version"] = lib.compact_data(sym, args.rows_per_segment).version
+            out.append(row)
+            bar.update(1)
     if args.json:
         emit_json(out)
         return 0

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from arcticlite.format._reader import FermionReader
 from arcticlite.format._writer import DEFAULT_STRIPE_ROWS, FermionWriter
+from arcticlite.progress import Progress
 
 
 def from_parquet(path_or_file: Any, out_path: str | os.PathLike[str] | None = None,
@@ -40,8 +41,10 @@ def from_parquet(path_or_file: Any, out_path: str | os.PathLike[str] | None = No
     rows = int(options.get("stripe_rows", DEFAULT_STRIPE_ROWS))
     w = FermionWriter(out_path, schema, **options)
     try:
-        for batch in pf.iter_batches(batch_size=min(rows, 1 << 20)):
-            w.write(pa.Table.from_batches([batch]).cast(schema))
+        with Progress(pf.metadata.num_rows, "to Fermion", unit="row") as bar:
+            for batch in pf.iter_batches(batch_size=min(rows, 1 << 20)):
+                w.write(pa.Table.from_batches([batch]).cast(schema))
+                bar.update(batch.num_rows)
     except BaseException:
         w.__exit__(RuntimeError, None, None)
         raise
@@ -69,5 +72,7 @@ def to_parquet(source: Any, out_path: str | os.PathLike[str] | Any,
         with pq.ParquetWriter(out_path, schema, compression=compression, **parquet_options) as w:
             if r.num_rows == 0:
                 w.write_table(r.read())
-            for a, b in zip(starts[:-1], starts[1:], strict=True):
-                w.write_table(r.read(row_range=(a, b)))
+            with Progress(r.num_rows, "to Parquet", unit="row") as bar:
+                for a, b in zip(starts[:-1], starts[1:], strict=True):
+                    w.write_table(r.read(row_range=(a, b)))
+                    bar.update(b - a)

@@ -27,6 +27,7 @@ from arcticlite.library._types import (
     ReadRequest,
     VersionRequestType,
 )
+from arcticlite.progress import Progress
 
 T = TypeVar("T")
 
@@ -85,18 +86,28 @@ def check_unique(symbols: list[str], what: str) -> None:
 
 
 def run_batch(pool: Executor, items: list[Any], fn: Callable[[Any], T], sym_of: Callable[[Any], str],
-              as_of_of: Callable[[Any], Any] = lambda _i: None) -> list[T | DataError]:
+              as_of_of: Callable[[Any], Any] = lambda _i: None, what: str = "batch") -> list[T | DataError]:
     """``fn`` of every item, in the batch pool; an ``ArcticException`` comes back in place as a
-    ``DataError`` (other exceptions propagate)."""
-    def one(item: Any) -> T | DataError:
-        try:
-            return fn(item)
-        except ArcticException as exc:
-            return to_data_error(sym_of(item), exc, as_of_of(item))
-
+    ``DataError`` (other exceptions propagate). A progress bar named ``what`` counts the items
+    done (on terminals only: :mod:`arcticlite.progress`)."""
     if len(items) <= 1:
-        return [one(i) for i in items]
-    return list(pool.map(one, items))
+        return [_one(fn, sym_of, as_of_of, i) for i in items]
+    with Progress(len(items), what, unit="symbol") as bar:
+        def one(item: Any) -> T | DataError:
+            try:
+                return _one(fn, sym_of, as_of_of, item)
+            finally:
+                bar.update(1)
+
+        return list(pool.map(one, items))
+
+
+def _one(fn: Callable[[Any], T], sym_of: Callable[[Any], str], as_of_of: Callable[[Any], Any],
+         item: Any) -> T | DataError:
+    try:
+        return fn(item)
+    except ArcticException as exc:
+        return to_data_error(sym_of(item), exc, as_of_of(item))
 
 
 def check_payload_data(payloads: list[Any]) -> None:

@@ -326,8 +326,9 @@ class Library:
         return (output_format or self._output_format or getattr(self._arctic, "_output_format", None)
                 or "pandas")
 
-    def _run_batch(self, items: list[Any], fn: Any, sym_of: Any, as_of_of: Any = lambda _i: None) -> list[Any]:
-        return batch.run_batch(self._table.pools.batch, items, fn, sym_of, as_of_of)
+    def _run_batch(self, what: str, items: list[Any], fn: Any, sym_of: Any,
+                   as_of_of: Any = lambda _i: None) -> list[Any]:
+        return batch.run_batch(self._table.pools.batch, items, fn, sym_of, as_of_of, what=what)
 
     # -- writes ---------------------------------------------------------------------------------
     def _writer(self, bloom_min_distinct: int | None | EllipsisType) -> TableEngine:
@@ -1018,6 +1019,14 @@ class Library:
         dry_run : bool
             Report without deleting or updating the ledger.
 
+        Returns
+        -------
+        GcReport
+            Keys scanned, found unreachable, deleted, and deferred (unreachable for less than
+            the grace period).
+
+        Notes
+        -----
         Safe while readers and writers run (with a grace period longer than any commit).
         """
         if not dry_run and self._read_only:
@@ -1186,7 +1195,7 @@ class Library:
         """Write many symbols; parallel where the store benefits."""
         batch.check_unique(args.payloads(payloads, WritePayload, "write_batch"), "write_batch")
         batch.check_payload_data(payloads)
-        return self._run_batch(payloads, lambda p: self.write(
+        return self._run_batch("write_batch", payloads, lambda p: self.write(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
             validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
 
@@ -1195,7 +1204,7 @@ class Library:
                            prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """Write many symbols' objects pickled."""
         batch.check_unique(args.payloads(payloads, WritePayload, "write_pickle_batch"), "write_pickle_batch")
-        return self._run_batch(payloads, lambda p: self.write_pickle(
+        return self._run_batch("write_pickle_batch", payloads, lambda p: self.write_pickle(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions),
             lambda p: p.symbol)
 
@@ -1205,7 +1214,7 @@ class Library:
         """Append to many symbols."""
         batch.check_unique(args.payloads(append_payloads, WritePayload, "append_batch"), "append_batch")
         batch.check_payload_data(append_payloads)
-        return self._run_batch(append_payloads, lambda p: self.append(
+        return self._run_batch("append_batch", append_payloads, lambda p: self.append(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
             validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
 
@@ -1215,7 +1224,7 @@ class Library:
         """Update many symbols."""
         batch.check_unique(args.payloads(update_payloads, UpdatePayload, "update_batch"), "update_batch")
         batch.check_payload_data(update_payloads)
-        return self._run_batch(update_payloads, lambda p: self.update(
+        return self._run_batch("update_batch", update_payloads, lambda p: self.update(
             p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
             prune_previous_versions=prune_previous_versions, index_column=p.index_column), lambda p: p.symbol)
 
@@ -1224,7 +1233,7 @@ class Library:
                              prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """New metadata for many symbols."""
         batch.check_unique(args.payloads(write_metadata_payloads, WriteMetadataPayload, "write_metadata_batch"), "write_metadata_batch")
-        return self._run_batch(write_metadata_payloads, lambda p: self.write_metadata(
+        return self._run_batch("write_metadata_batch", write_metadata_payloads, lambda p: self.write_metadata(
             p.symbol, p.metadata, prune_previous_versions=prune_previous_versions), lambda p: p.symbol)
 
     def read_batch(self, symbols: list[str | ReadRequest], query_builder: Any = None, lazy: bool = False,
@@ -1238,7 +1247,7 @@ class Library:
             frames = [LazyDataFrame(self, r._replace(query_builder=r.query_builder or query_builder,
                                                      output_format=r.output_format or output_format)) for r in reqs]
             return LazyDataFrameCollection(self, frames)  # type: ignore[return-value]
-        return self._run_batch(reqs, lambda r: self.read(
+        return self._run_batch("read_batch", reqs, lambda r: self.read(
             r.symbol, as_of=r.as_of, date_range=r.date_range, row_range=r.row_range, columns=r.columns,
             query_builder=r.query_builder or query_builder, output_format=r.output_format or output_format),
             lambda r: r.symbol, lambda r: r.as_of)
@@ -1280,13 +1289,13 @@ class Library:
     def read_metadata_batch(self, symbols: list[str | ReadInfoRequest]) -> list[VersionedItem | DataError]:
         """Metadata of many symbols."""
         reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]
-        return self._run_batch(reqs, lambda r: self.read_metadata(r.symbol, as_of=r.as_of),
+        return self._run_batch("read_metadata_batch", reqs, lambda r: self.read_metadata(r.symbol, as_of=r.as_of),
                                lambda r: r.symbol, lambda r: r.as_of)
 
     def get_description_batch(self, symbols: list[str | ReadInfoRequest]) -> list[Any]:
         """Descriptions of many symbols."""
         reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]
-        return self._run_batch(reqs, lambda r: self.get_description(r.symbol, as_of=r.as_of),
+        return self._run_batch("get_description_batch", reqs, lambda r: self.get_description(r.symbol, as_of=r.as_of),
                                lambda r: r.symbol, lambda r: r.as_of)
 
     @_mutates
@@ -1294,11 +1303,11 @@ class Library:
         """Delete many symbols (or versions of them)."""
         reqs = [d if isinstance(d, DeleteRequest) else DeleteRequest(symbol=d, version_ids=None)  # type: ignore[arg-type]
                 for d in delete_requests]
-        return self._run_batch(reqs, lambda r: self.delete(r.symbol, r.version_ids), lambda r: r.symbol)
+        return self._run_batch("delete_batch", reqs, lambda r: self.delete(r.symbol, r.version_ids), lambda r: r.symbol)
 
     @_mutates
     def compact_data_batch(self, symbols: list[str], rows_per_segment: int | None = None,
                            prune_previous_versions: bool | None = None) -> list[Any]:
         """Compact many symbols."""
-        return self._run_batch(list(symbols), lambda s: self.compact_data(s, rows_per_segment, prune_previous_versions),
+        return self._run_batch("compact_data_batch", list(symbols), lambda s: self.compact_data(s, rows_per_segment, prune_previous_versions),
                                lambda s: s)

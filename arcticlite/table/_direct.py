@@ -38,6 +38,7 @@ import pyarrow as pa
 from arcticlite import format as fermion
 from arcticlite._envelope import naming_key
 from arcticlite.index import hex_digests
+from arcticlite.progress import Progress
 from arcticlite.storage import KVStore
 from arcticlite.table._pools import Pools, shared
 from arcticlite.table._segments import lends_views
@@ -170,20 +171,30 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None =
     views = lends_views(store)
     pooled = pools.decode_threads > 1 and len(jobs) > 1 and sum(j.nbytes for j in jobs) >= POOL_MIN_BYTES
 
+    bar = Progress(len(jobs), "read", unit="segment")  # drawn on terminals for long reads only
+
     def one(job: _Job) -> None:
         if views:  # decode from the store's memory map; large reads leave the RSS after
             with store.read_view(job.key, release=job.nbytes >= RELEASE_MIN_BYTES) as view:
                 _decode_into(view, job, blocks, False)
         else:
             _decode_into(store.read(job.key), job, blocks, False)
+        bar.update(1)
 
-    if views or len(jobs) == 1:
-        if pooled:
-            _run([pools.work.submit(one, j) for j in jobs])
-        else:
-            for j in jobs:
-                one(j)
-        return
+    with bar:
+        if views or len(jobs) == 1:
+            if pooled:
+                _run([pools.work.submit(one, j) for j in jobs])
+            else:
+                for j in jobs:
+                    one(j)
+            return
+        _fill_windows(store, jobs, blocks, pools, pooled, bar)
+
+
+def _fill_windows(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools, pooled: bool,
+                  bar: Progress) -> None:
+    """``fill`` from a store without views: a window of segments at a time."""
     windows = [jobs[w : w + FETCH_WINDOW] for w in range(0, len(jobs), FETCH_WINDOW)]
     ahead = pools.io.submit(store.read_many, [j.key for j in windows[0]])
     try:
@@ -196,6 +207,7 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None =
             else:
                 for j, b in zip(window, bodies, strict=True):
                     _decode_into(b, j, blocks, False)
+            bar.update(len(window))
             del bodies
     finally:
         wait([ahead])

@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from arcticlite._envelope import KIND_CONFIG, seal, unseal
 from arcticlite.exceptions import CorruptDataError
 from arcticlite.index import IndexRoot, hex_digests
+from arcticlite.progress import Progress
 from arcticlite.table._ops import TableEngine
 from arcticlite.table._stage import entries, staged_symbols
 from arcticlite.version import Snapshots, VersionEngine, VersionRecord, unescape
 
 DEFAULT_GRACE_SECONDS = 3600.0
+DELETE_CHUNK = 1000  # keys per store.delete call of gc (a progress step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,20 +83,28 @@ def reachable(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots
     prefix = keys.ref_prefix
     held = _held(snapshots)
     syms = {unescape(k[len(prefix):]) for k in engine.store.list_keys(prefix)} | set(held)
-    for sym in syms:
-        head = versions.head(sym)
-        roots: list[IndexRoot] = []
-        if head is not None:
-            for rec in versions.history(sym, head):
-                if rec.is_data and rec.index is not None and (head.is_live(rec.seq) or rec.seq in held.get(sym, ())):
-                    roots.append(rec.index)
-        nodes, segs = engine.index(sym).node_digests(roots)
-        reach.update(keys.tindex(sym, d) for d in nodes)
-        reach.update(keys.tdata(sym, d) for d in segs)
+    with Progress(len(syms), "gc: scan", unit="symbol") as bar:
+        for sym in syms:
+            _reach_symbol(engine, versions, sym, held.get(sym, set()), reach)
+            bar.update(1)
     for sym in staged_symbols(engine):
         for e in entries(engine, sym):
             reach.update(keys.tdata(sym, d) for d in hex_digests(e.leaves))
     return reach
+
+
+def _reach_symbol(engine: TableEngine, versions: VersionEngine, sym: str, held: set[int], reach: set[str]) -> None:
+    """Add the keys reachable from ``sym``'s live versions and those ``held`` by snapshots."""
+    keys = engine.keys
+    head = versions.head(sym)
+    roots: list[IndexRoot] = []
+    if head is not None:
+        for rec in versions.history(sym, head):
+            if rec.is_data and rec.index is not None and (head.is_live(rec.seq) or rec.seq in held):
+                roots.append(rec.index)
+    nodes, segs = engine.index(sym).node_digests(roots)
+    reach.update(keys.tindex(sym, d) for d in nodes)
+    reach.update(keys.tdata(sym, d) for d in segs)
 
 
 def gc(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots,
@@ -119,8 +129,10 @@ def gc(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots,
     gone = set(doomed)
     new_ledger = {k: ledger.get(k, now) for k in unreachable if k not in gone}
     if not dry_run:
-        if doomed:
-            store.delete(doomed)
+        with Progress(len(doomed), "gc: delete", unit="key") as bar:
+            for i in range(0, len(doomed), DELETE_CHUNK):
+                store.delete(doomed[i:i + DELETE_CHUNK])
+                bar.update(len(doomed[i:i + DELETE_CHUNK]))
         store.write(ledger_key, seal(KIND_CONFIG, {"seen": new_ledger}))
     return GcReport(keys_scanned=len(candidates), unreachable=len(unreachable),
                     deleted=0 if dry_run else len(doomed), deferred=len(unreachable) - len(doomed))

@@ -31,6 +31,7 @@ from arcticlite import format as fermion
 from arcticlite import normalize as norm
 from arcticlite._envelope import naming_key
 from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
+from arcticlite.progress import Progress
 from arcticlite.query import absent_name
 from arcticlite.storage import KVStore
 from arcticlite.table._pools import Pools, shared
@@ -184,6 +185,7 @@ def write_segments(
     nxt = 0
     batch: dict[str, bytes] = {}
     batch_bytes = 0
+    bar = Progress(len(tasks), f"write {sym}", unit="segment")
     try:
         for i in range(len(tasks)):
             while nxt < len(tasks) and len(pending) < window:
@@ -197,12 +199,14 @@ def write_segments(
             if batch_bytes >= WRITE_BATCH_BYTES:
                 writes.append(pools.io.submit(store.write_many, batch))
                 batch, batch_bytes = {}, 0
+            bar.update(1)
         if batch:
             store.write_many(batch)
     finally:
         for f in pending:
             f.cancel()
         errors = [f.exception() for f in writes]  # waits for every write
+        bar.close()
     for exc in errors:
         if exc is not None:
             raise exc
