@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test install install-test bench lint clean
+.PHONY: demo test install install-test bench lint docs clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,14 @@ bench: install-test
 	$(PIP) install -q -e '.[bench]'
 	$(PY) -m benchmarks
 
+docs: install
+	$(PIP) install -q -e '.[docs]'
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 lint: install-test
 	$(PIP) install -q 'ruff==0.17.6' 'mypy==2.4.1'
 	$(VENV)/bin/ruff check arcticlite tests
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) demo-data
+	rm -rf $(VENV) demo-data site

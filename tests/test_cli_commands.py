@@ -279,7 +279,8 @@ def test_write_of_a_bad_file_creates_no_store(tmp_path: pathlib.Path, capsys: py
 
 
 @pytest.mark.parametrize("command", [[], ["read"], ["describe"], ["write"], ["snapshot", "create"], ["compact"],
-                                     ["inspect"], ["gc"], ["symbols"]])
+                                     ["inspect"], ["gc"], ["symbols"], ["bench"], ["plot"], ["fermion"],
+                                     ["fermion", "inspect"], ["convert"], ["import-arcticdb"]])
 def test_help_everywhere_has_an_example(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--help"]) == 0
     out = capsys.readouterr().out
