@@ -109,10 +109,12 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
     for ax, v in zip(axes[:, 0], shown, strict=True):
         f = frames[v]
         ncols = int(f["end_col"].max()) if len(f) else 1
+        least = 0.004 * (int(f["end_row"].max()) if len(f) else 0)  # a few rows stay visible
         for row in f.itertuples(index=False):  # one box per segment (a few thousand at most)
             new = row.key not in older[v]
             color = cmap(norm(float(row.bytes) / max(int(row.seg_rows), 1)))
-            ax.add_patch(Rectangle((row.start_row, row.start_col), row.end_row - row.start_row,
+            width = max(float(row.end_row - row.start_row), least)
+            ax.add_patch(Rectangle((row.end_row - width, row.start_col), width,
                                    row.end_col - row.start_col, facecolor=color, alpha=1.0 if new else 0.3,
                                    edgecolor="black", linewidth=0.6, hatch="///" if row.open_tail else None))
         rows = int(f["end_row"].max()) if len(f) else 0
@@ -128,7 +130,8 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
         ax.set_xlim(0, max(rows, 1))
         ax.set_ylim(0, max(ncols, 1))
         ax.set_ylabel("columns")
-    axes[-1, 0].set_xlabel("rows (pale: shared with the previous version; hatched: open tail)")
+    axes[-1, 0].set_xlabel("rows (pale: shared with the previous version; hatched: open tail; "
+                           "segments of a few rows drawn wider)")
     fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[:, 0].tolist(), label="stored bytes per row",
                  shrink=0.8)
     _save(fig, path)
