@@ -352,7 +352,9 @@ class Library:
         Parameters
         ----------
         symbol : str
+            The symbol's name (any non-empty Unicode string of at most 254 characters).
         data : pandas.DataFrame | pandas.Series | numpy.ndarray | pyarrow.Table | polars.DataFrame
+            The data; other objects are refused (use :meth:`write_pickle`).
         metadata : Any, optional
             Any picklable object, returned by reads.
         prune_previous_versions : bool, optional
@@ -363,9 +365,37 @@ class Library:
             Refuse an unsorted DatetimeIndex (``UnsortedDataException``).
         index_column : str, optional
             For Arrow/polars input: the column to use as index.
+        recursive_normalizers : bool, optional
+            Accepted for ArcticDB compatibility; ignored.
         bloom_min_distinct : int or None, optional
             arcticlite only: this write's Bloom-filter threshold instead of the library's
             (``LibraryOptions.bloom_min_distinct``); None writes no filters.
+
+        Returns
+        -------
+        VersionedItem
+            The symbol, library and new version id (``None`` with ``staged=True``).
+
+        Raises
+        ------
+        UnsortedDataException
+            ``validate_index`` and the DatetimeIndex is not sorted.
+        ArcticUnsupportedDataTypeException
+            ``data`` is not a table arcticlite can store.
+        PermissionException
+            The library or store was opened read-only.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> lib.write("S", df, metadata={"source": "feed"}).version
+        0
+        >>> lib.write("S", df.iloc[:2]).version
+        1
+        >>> lib.read("S", as_of=0).metadata
+        {'source': 'feed'}
         """
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
@@ -380,7 +410,40 @@ class Library:
     @_mutates
     def write_pickle(self, symbol: str, data: Any, metadata: Any = None, prune_previous_versions: bool | None = None,
                      staged: bool = False, recursive_normalizers: bool | None = None) -> VersionedItem:
-        """Write any picklable object as a new version of ``symbol``."""
+        """Write any picklable object as a new version of ``symbol``.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        data : Any
+            A picklable object.
+        metadata : Any, optional
+            Any picklable object, returned by reads.
+        prune_previous_versions : bool, optional
+            Delete earlier versions after the write.
+        staged, recursive_normalizers : bool
+            Accepted for ArcticDB compatibility; ignored.
+
+        Returns
+        -------
+        VersionedItem
+            The symbol and its new version id.
+
+        Raises
+        ------
+        UserInputException
+            ``data`` does not pickle.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> lib.write_pickle("config", {"tickers": ["AAPL", "MSFT"]}).version
+        0
+        >>> lib.read("config").data
+        {'tickers': ['AAPL', 'MSFT']}
+        """
         sym = check_symbol(symbol)
         try:
             body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
@@ -400,8 +463,50 @@ class Library:
         concurrent writers: if another writer commits first, the append rebases on the new
         head (its data segments are reused) and retries, so no acknowledged append is lost.
         Cost does not grow with the number of earlier appends (small appends share one open
-        tail segment: docs/engine.md, "Small appends"). ``bloom_min_distinct``: as for
-        :meth:`write`.
+        tail segment: docs/engine.md, "Small appends").
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        data : pandas.DataFrame | pandas.Series | numpy.ndarray | pyarrow.Table | polars.DataFrame
+            The rows to add, with the stored columns and dtypes (any, with ``dynamic_schema``).
+        metadata : Any, optional
+            The new version's metadata.
+        prune_previous_versions : bool, optional
+            Delete earlier versions after the append.
+        validate_index : bool
+            Refuse rows that are unsorted or start before the stored ones.
+        index_column : str, optional
+            For Arrow/polars input: the column to use as index.
+        compact_data : bool
+            Compact the symbol after appending (:meth:`compact_data`).
+        bloom_min_distinct : int or None, optional
+            As for :meth:`write`.
+
+        Returns
+        -------
+        VersionedItem
+            The symbol and its new version id.
+
+        Raises
+        ------
+        AppendOrderException
+            The rows start before the last stored row (an ``UnsortedDataException``).
+        SchemaException
+            The columns or dtypes differ from the stored ones (without ``dynamic_schema``).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> more = pd.DataFrame({"px": [4.0]}, index=[pd.Timestamp("2024-01-04")])
+        >>> lib.append("S", more).version
+        1
+        >>> lib.read("S").data["px"].tolist()
+        [1.0, 2.0, 3.0, 4.0]
         """
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
@@ -420,10 +525,54 @@ class Library:
                index_column: Any = False, *,
                bloom_min_distinct: int | None | EllipsisType = ...) -> VersionedItem:
         """Replace the stored rows in ``[data.index[0], data.index[-1]]`` (or ``date_range``)
-        with ``data`` (``bloom_min_distinct``: as for :meth:`write`).
+        with ``data``.
 
         Safe with concurrent writers: on a lost race the update is re-applied to the new head.
         Untouched segments are reused; straddling segments are trimmed without rewriting.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        data : pandas.DataFrame | pandas.Series | pyarrow.Table | polars.DataFrame
+            Sorted rows with a DatetimeIndex.
+        metadata : Any, optional
+            The new version's metadata.
+        upsert : bool
+            Write the symbol if it does not exist (else ``NoDataFoundException``).
+        date_range : tuple, optional
+            The range to replace, both ends included (default: the data's first to last index).
+        prune_previous_versions : bool, optional
+            Delete earlier versions after the update.
+        index_column : str, optional
+            For Arrow/polars input: the column to use as index.
+        bloom_min_distinct : int or None, optional
+            As for :meth:`write`.
+
+        Returns
+        -------
+        VersionedItem
+            The symbol and its new version id.
+
+        Raises
+        ------
+        NoDataFoundException
+            The symbol does not exist and ``upsert`` is False.
+        UnsortedDataException
+            ``data`` is not sorted.
+        UserInputException
+            ``date_range`` ends before it starts.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> fix = pd.DataFrame({"px": [20.0]}, index=[pd.Timestamp("2024-01-02")])
+        >>> _ = lib.update("S", fix)
+        >>> lib.read("S").data["px"].tolist()
+        [1.0, 20.0, 3.0]
         """
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
@@ -451,7 +600,38 @@ class Library:
     @_mutates
     def delete_data_in_range(self, symbol: str, date_range: tuple[Any, Any],
                              prune_previous_versions: bool | None = None) -> None:
-        """Remove the stored rows in the closed ``date_range`` (a new version, even if none matched)."""
+        """Remove the stored rows in the closed ``date_range`` (a new version, even if none matched).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        date_range : tuple
+            ``(start, end)``, both included; ``None`` for an open end.
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        ArcticInvalidApiUsageException
+            ``date_range`` is None.
+        UserInputException
+            ``date_range`` ends before it starts.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.delete_data_in_range("S", (pd.Timestamp("2024-01-02"), None))
+        >>> len(lib.read("S").data)
+        1
+        """
         sym = check_symbol(symbol)
         if date_range is None:
             raise ArcticInvalidApiUsageException("delete_data_in_range needs a date_range")
@@ -589,12 +769,58 @@ class Library:
              arrow_string_format_default: Any = None, arrow_string_format_per_column: Any = None) -> VersionedItem:
         """Read a version of ``symbol``.
 
-        ``as_of`` is a version id (negative counts from the end), a snapshot name or a
-        datetime (the latest version created at or before it; naive means UTC). Only the
-        segments overlapping ``date_range`` / ``row_range`` / ``columns`` are fetched.
-        ``query_builder`` (a :class:`arcticlite.QueryBuilder`) then runs on those rows, fetching
-        only the columns it needs; its leading date ranges, index comparisons and row slices
-        narrow the segments read (see :mod:`arcticlite.query`).
+        Only the segments overlapping ``date_range`` / ``row_range`` / ``columns`` are fetched.
+        ``query_builder`` then runs on those rows, fetching only the columns it needs; its
+        leading date ranges, index comparisons and row slices narrow the segments read (see
+        :mod:`arcticlite.query`).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        as_of : int, str or datetime, optional
+            A version id (negative counts from the end), a snapshot name or a datetime (the
+            latest version created at or before it; naive means UTC). Default: the latest.
+        date_range : tuple, optional
+            ``(start, end)`` of the index, both included; ``None`` for an open end.
+        row_range : tuple of int, optional
+            ``(start, end)`` row numbers, end excluded (not with ``date_range``).
+        columns : list, optional
+            The columns to read (the index always comes).
+        query_builder : QueryBuilder, optional
+            Filters, projections, groupby / resample to apply.
+        lazy : bool
+            Return a :class:`LazyDataFrame` to add clauses to, then ``collect()``.
+        output_format : OutputFormat or str, optional
+            ``"pandas"`` (default), ``"pyarrow"`` or ``"polars"``.
+        arrow_string_format_default, arrow_string_format_per_column : optional
+            The Arrow string type of string columns in Arrow / polars output.
+
+        Returns
+        -------
+        VersionedItem
+            ``.data`` holds the rows, ``.metadata`` the user metadata, ``.version`` the id.
+
+        Raises
+        ------
+        NoDataFoundException
+            No such symbol, version or snapshot.
+        ArcticException
+            Both ``date_range`` and ``row_range`` were given.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.read("S", date_range=(pd.Timestamp("2024-01-02"), None)).data
+                    px
+        2024-01-02  2.0
+        2024-01-03  3.0
+        >>> q = adb.QueryBuilder()
+        >>> lib.read("S", query_builder=q[q["px"] > 2.5]).data["px"].tolist()
+        [3.0]
         """
         sym = check_symbol(symbol)
         if date_range is not None and row_range is not None:
@@ -721,7 +947,41 @@ class Library:
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
-        """The first ``n`` rows (all but the last ``|n|`` when negative)."""
+        """The first ``n`` rows (all but the last ``|n|`` when negative).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        n : int, default 5
+            How many rows.
+        as_of : int, str or datetime, optional
+            The version, as for :meth:`read`.
+        columns : list, optional
+            The columns to read.
+        lazy : bool
+            Return a :class:`LazyDataFrame`.
+        output_format : optional
+            As for :meth:`read`.
+
+        Returns
+        -------
+        VersionedItem
+
+        Raises
+        ------
+        NoDataFoundException
+            No such symbol or version.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.head("S", 2).data["px"].tolist()
+        [1.0, 2.0]
+        """
         sym = check_symbol(symbol)
         if lazy:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
@@ -735,7 +995,41 @@ class Library:
 
     def tail(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
              lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
-        """The last ``n`` rows (all but the first ``|n|`` when negative)."""
+        """The last ``n`` rows (all but the first ``|n|`` when negative).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        n : int, default 5
+            How many rows.
+        as_of : int, str or datetime, optional
+            The version, as for :meth:`read`.
+        columns : list, optional
+            The columns to read.
+        lazy : bool
+            Return a :class:`LazyDataFrame`.
+        output_format : optional
+            As for :meth:`read`.
+
+        Returns
+        -------
+        VersionedItem
+
+        Raises
+        ------
+        NoDataFoundException
+            No such symbol or version.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.tail("S", 1).data["px"].tolist()
+        [3.0]
+        """
         sym = check_symbol(symbol)
         if lazy:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
@@ -748,12 +1042,60 @@ class Library:
                                                     output_format=output_format))
 
     def read_metadata(self, symbol: str, as_of: Any = None) -> VersionedItem:
-        """The user metadata of a version (reads only the version record)."""
+        """The user metadata of a version (reads only the version record).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        as_of : int, str or datetime, optional
+            The version, as for :meth:`read`.
+
+        Returns
+        -------
+        VersionedItem
+            ``.metadata`` and ``.version``; ``.data`` is None.
+
+        Raises
+        ------
+        NoDataFoundException
+            No such symbol or version.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df, metadata={"rows": 3})
+        >>> lib.read_metadata("S").metadata
+        {'rows': 3}
+        """
         sym = check_symbol(symbol)
         return self._item(sym, self._resolve(sym, as_of, missing=NoDataFoundException))
 
     def has_symbol(self, symbol: str, as_of: Any = None) -> bool:
-        """Whether ``symbol`` has a live version (or the version/snapshot ``as_of`` holds it)."""
+        """Whether ``symbol`` has a live version (or the version/snapshot ``as_of`` holds it).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        as_of : int, str or datetime, optional
+            A version id, a snapshot name or a time.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.has_symbol("S"), lib.has_symbol("T")
+        (True, False)
+        """
         sym = check_symbol(symbol)
         if isinstance(as_of, str):
             return sym in self._snapshots.read(as_of)["symbols"]
@@ -777,7 +1119,34 @@ class Library:
         return any(r is not None and r.created_ns <= when for r in map(lambda v: self._engine.read_record(sym, v), held))
 
     def get_description(self, symbol: str, as_of: Any = None) -> SymbolDescription:
-        """Columns, index, row count, date range and sortedness of a version (no data read)."""
+        """Columns, index, row count, date range and sortedness of a version (no data read).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        as_of : int, str or datetime, optional
+            The version, as for :meth:`read`.
+
+        Returns
+        -------
+        SymbolDescription
+
+        Raises
+        ------
+        NoDataFoundException
+            No such symbol or version.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> d = lib.get_description("S")
+        >>> d.row_count, [c.name for c in d.columns]
+        (3, ['px'])
+        """
         return describe.describe(self._resolve(check_symbol(symbol), as_of))
 
     # -- deletes --------------------------------------------------------------------------------
@@ -786,6 +1155,29 @@ class Library:
         """Delete all versions of ``symbol`` (it leaves ``list_symbols``), or only ``versions``.
 
         Data still referenced by a live version or a snapshot is kept; the rest is removed.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        versions : int or list of int, optional
+            Only these version ids.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df); _ = lib.write("S", df)
+        >>> lib.delete("S", versions=[0])
+        >>> [v.version for v in lib.list_versions("S")]
+        [1]
+        >>> lib.delete("S"); lib.list_symbols()
+        []
         """
         sym = check_symbol(symbol)
         if versions is None:
@@ -965,6 +1357,38 @@ class Library:
         A no-op returning the current version when the data is already compact. Earlier
         versions stay readable (copy-on-write). Safe with concurrent appenders: their rows are
         kept (the compaction rebases onto them); a concurrent rewrite makes it give up cleanly.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol's name.
+        rows_per_segment : int, optional
+            Target rows per segment (default: the library's).
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards.
+
+        Returns
+        -------
+        VersionedItem
+            The new version (or the current one when there was nothing to do); no data.
+
+        Raises
+        ------
+        NoDataFoundException
+            No such symbol.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> for i in range(5):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-02-01") + pd.Timedelta(days=i)]))
+        >>> lib.compact_data("S", rows_per_segment=100).version
+        6
+        >>> len(lib.read("S").data)
+        8
         """
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
@@ -1036,9 +1460,37 @@ class Library:
 
     # -- symbols, versions, snapshots -----------------------------------------------------------
     def list_symbols(self, snapshot_name: str | None = None, regex: str | None = None) -> list[str]:
-        """Symbols with a live version (or in ``snapshot_name``), filtered by ``regex``
-        (search semantics). Served by the symbol-list cache: one prefix listing plus the
-        compacted keys, never a walk of version chains."""
+        """Symbols with a live version (or in ``snapshot_name``), filtered by ``regex``.
+
+        Served by the symbol-list cache: one prefix listing plus the compacted keys, never a
+        walk of version chains.
+
+        Parameters
+        ----------
+        snapshot_name : str, optional
+            The symbols of this snapshot instead.
+        regex : str, optional
+            Only names this regular expression matches (``re.search``).
+
+        Returns
+        -------
+        list of str
+
+        Raises
+        ------
+        NoDataFoundException
+            No such snapshot.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> for s in ("AAPL", "AMZN", "MSFT"):
+        ...     _ = lib.write(s, df)
+        >>> sorted(lib.list_symbols(regex="^A"))
+        ['AAPL', 'AMZN']
+        """
         if snapshot_name is not None:
             syms = list(self._snapshots.read(snapshot_name)["symbols"])
         else:
@@ -1060,7 +1512,33 @@ class Library:
 
     def list_versions(self, symbol: str | None = None, snapshot: str | None = None, latest_only: bool = False,
                       skip_snapshots: bool = False) -> dict[SymbolVersion, VersionInfo]:
-        """Versions newest first: live ones, and deleted ones still held by a snapshot."""
+        """Versions newest first: live ones, and deleted ones still held by a snapshot.
+
+        Parameters
+        ----------
+        symbol : str, optional
+            Only this symbol's versions (default: every symbol's).
+        snapshot : str, optional
+            Only the versions this snapshot holds.
+        latest_only : bool
+            Only the latest version of each symbol.
+        skip_snapshots : bool
+            Do not fill in the snapshots holding each version.
+
+        Returns
+        -------
+        dict
+            ``SymbolVersion(symbol, version)`` -> ``VersionInfo(date, deleted, snapshots)``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df); _ = lib.append("S", df.shift(3, freq="D"))
+        >>> [(v.symbol, v.version) for v in lib.list_versions("S")]
+        [('S', 1), ('S', 0)]
+        """
         if snapshot is not None:
             snap = self._snapshots.read(snapshot)
             out: dict[SymbolVersion, VersionInfo] = {}
@@ -1099,6 +1577,41 @@ class Library:
         """Record the latest version of every symbol (or ``versions``) under a name.
 
         Versions held by a snapshot keep their data when deleted or pruned.
+
+        Parameters
+        ----------
+        snapshot_name : str
+            The name (at most 254 characters, none of ``* < >``).
+        metadata : Any, optional
+            Returned by ``list_snapshots()``.
+        skip_symbols : list of str, optional
+            Symbols to leave out.
+        versions : dict, optional
+            ``{symbol: version}``: exactly these versions (not with ``skip_symbols``).
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        InternalException
+            A snapshot of that name exists, or both ``skip_symbols`` and ``versions`` were given.
+        NoSuchVersionException
+            A version of ``versions`` is not live.
+        UserInputException
+            The name is empty, too long or holds ``* < >``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.snapshot("eod")
+        >>> _ = lib.write("S", df.iloc[:1])
+        >>> len(lib.read("S", as_of="eod").data), len(lib.read("S").data)
+        (3, 1)
         """
         if not isinstance(snapshot_name, str) or not snapshot_name:
             raise UserInputException("snapshot name must be a non-empty string")
@@ -1148,14 +1661,58 @@ class Library:
 
     @_mutates
     def delete_snapshot(self, snapshot_name: str) -> None:
-        """Delete a snapshot; data no live version or other snapshot needs is removed."""
+        """Delete a snapshot; data no live version or other snapshot needs is removed.
+
+        Parameters
+        ----------
+        snapshot_name : str
+            The snapshot.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        NoDataFoundException
+            No such snapshot.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df); lib.snapshot("eod")
+        >>> lib.delete_snapshot("eod"); lib.list_snapshots()
+        {}
+        """
         snap = self._snapshots.read(snapshot_name)
         self._snapshots.delete(snapshot_name)
         for s in snap["symbols"]:
             self._cleanup(s)
 
     def list_snapshots(self, load_metadata: bool = True) -> dict[str, Any] | list[str]:
-        """Snapshot names, with their metadata unless ``load_metadata=False``."""
+        """The snapshots of the library.
+
+        Parameters
+        ----------
+        load_metadata : bool, default True
+            Return ``{name: metadata}``; False returns the names only.
+
+        Returns
+        -------
+        dict or list of str
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.snapshot("eod", metadata={"day": 1})
+        >>> lib.list_snapshots()
+        {'eod': {'day': 1}}
+        """
         names = self._snapshots.names()
         if not load_metadata:
             return names
@@ -1192,7 +1749,38 @@ class Library:
     @_mutates
     def write_batch(self, payloads: list[WritePayload], prune_previous_versions: bool | None = None,
                     validate_index: bool = True) -> list[VersionedItem | DataError]:
-        """Write many symbols; parallel where the store benefits."""
+        """Write many symbols; parallel where the store benefits.
+
+        A failed item comes back in place as a :class:`DataError`; the others are written.
+
+        Parameters
+        ----------
+        payloads : list of WritePayload
+            One per symbol (each symbol at most once).
+        prune_previous_versions : bool, optional
+            Delete earlier versions after each write.
+        validate_index : bool
+            As for :meth:`write`.
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``payloads``.
+
+        Raises
+        ------
+        ArcticDuplicateSymbolsInBatchException
+            A symbol appears twice.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> items = lib.write_batch([adb.WritePayload("A", df), adb.WritePayload("B", df)])
+        >>> [(i.symbol, i.version) for i in items]
+        [('A', 0), ('B', 0)]
+        """
         batch.check_unique(args.payloads(payloads, WritePayload, "write_batch"), "write_batch")
         batch.check_payload_data(payloads)
         return self._run_batch("write_batch", payloads, lambda p: self.write(
@@ -1238,8 +1826,39 @@ class Library:
 
     def read_batch(self, symbols: list[str | ReadRequest], query_builder: Any = None, lazy: bool = False,
                    output_format: Any = None, **_: Any) -> list[VersionedItem | DataError]:
-        """Read many symbols; failures come back in place as ``DataError``. With ``lazy=True``,
-        a ``LazyDataFrameCollection`` whose ``collect()`` reads them."""
+        """Read many symbols; failures come back in place as ``DataError``.
+
+        Parameters
+        ----------
+        symbols : list of str or ReadRequest
+            What to read; a ``ReadRequest`` carries ``as_of``, ``date_range``, ``columns``, …
+        query_builder : QueryBuilder, optional
+            Applied to every symbol without its own.
+        lazy : bool
+            Return a ``LazyDataFrameCollection`` whose ``collect()`` reads them.
+        output_format : optional
+            As for :meth:`read`.
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``symbols``.
+
+        Raises
+        ------
+        ArcticInvalidApiUsageException
+            A ``query_builder`` was given both for the batch and for a request.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("A", df)
+        >>> got = lib.read_batch(["A", "missing"])
+        >>> len(got[0].data), type(got[1]).__name__
+        (3, 'DataError')
+        """
         reqs = batch.read_requests(symbols)
         if query_builder is not None and any(r.query_builder is not None for r in reqs):
             raise ArcticInvalidApiUsageException("a query_builder was given both for the batch and for a request; give one")
