@@ -9,7 +9,8 @@ import os
 import pytest
 
 MODULES = ["arcticlite.library._arctic", "arcticlite.library._library", "arcticlite.library._types",
-           "arcticlite.migrate", "arcticlite.plot", "arcticlite.progress", "arcticlite.query._builder"]
+           "arcticlite.migrate", "arcticlite.plot", "arcticlite.progress", "arcticlite.query._builder",
+           "arcticlite.table._scan"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -5,6 +5,7 @@ store or a library: each opens its store read-only and refuses a missing one."""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 import pandas as pd
@@ -13,6 +14,7 @@ import arcticlite as adb
 from arcticlite.cli._common import (
     BAD_INPUT,
     FAILED,
+    FILE_ERROR,
     NOT_FOUND,
     CliError,
     as_of,
@@ -20,6 +22,7 @@ from arcticlite.cli._common import (
     date_range,
     emit_json,
     emit_table,
+    file_format,
     open_library,
     open_store,
     records,
@@ -129,6 +132,11 @@ def read(args: argparse.Namespace) -> int:
         else:
             print(repr(data))
         return 0
+    if args.to and head is None and args.tail is None:
+        rows = export(lib, args, version, dr, cols, q)
+        if rows is not None:
+            print(f"wrote {rows:,} rows of {args.symbol!r} to {args.to}")
+            return 0
     shown = None
     if head is None and args.tail is None and not args.to and not args.json:
         head, shown = DEFAULT_ROWS, DEFAULT_ROWS
@@ -146,6 +154,47 @@ def read(args: argparse.Namespace) -> int:
         if shown is not None and len(df) == shown:
             print(f"(first {shown} rows; --head N / --tail N for others, --to FILE for all)")
     return 0
+
+
+def export(lib: adb.Library, args: argparse.Namespace, version: Any, dr: Any, cols: Any, q: Any) -> int | None:
+    """``read --to FILE.parquet|.arrow``: stream the rows to the file a few segments at a time
+    (``Library.scan(...).to_reader()``), so that a symbol larger than memory exports; the file
+    carries pandas metadata, so ``write`` restores the index. Returns the rows written, or None
+    when the file's format is CSV (written through pandas)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fmt = file_format(args.to, args.format, "--to")
+    if fmt == "csv":
+        return None
+    empty = lib.head(args.symbol, 0, as_of=version, columns=cols).data  # the pandas types, no rows
+    target = pa.Schema.from_pandas(empty, preserve_index=not isinstance(empty.index, pd.RangeIndex))
+    reader = lib.scan(args.symbol, as_of=version, date_range=dr, columns=cols, query_builder=q).to_reader()
+    # the scan's columns: the index first (named "index" when unnamed), then the data; pandas
+    # puts its index columns (named __index_level_0__ when unnamed) last
+    index_cols = [c for c in (target.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)]
+    names = index_cols + reader.schema.names[len(index_cols):]
+    if sorted(names) != sorted(target.names):
+        return None
+    got = dict(zip(names, reader.schema.types, strict=True))
+    # the stored types where pandas has none (an empty object column), pandas' order and metadata
+    schema = pa.schema([pa.field(t.name, got[t.name] if pa.types.is_null(t.type) else t.type) for t in target],
+                       metadata=target.metadata)
+    tmp = f"{args.to}.tmp-{os.getpid()}"
+    rows = 0
+    try:
+        with (pq.ParquetWriter(tmp, schema) if fmt == "parquet" else pa.ipc.new_file(tmp, schema)) as w:
+            for batch in reader:
+                part = pa.Table.from_batches([batch]).rename_columns(names).select(schema.names).cast(schema)
+                w.write_table(part)
+                rows += part.num_rows
+        os.replace(tmp, args.to)
+    except (OSError, pa.ArrowException) as exc:
+        raise CliError(f"cannot write {args.to!r}: {exc}", FILE_ERROR) from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return rows
 
 
 def inspect(args: argparse.Namespace) -> int:

@@ -202,6 +202,30 @@ class ScanPlan:
         for task in self.tasks():
             yield from task.execute(self._store)
 
+    def to_reader(self) -> pa.RecordBatchReader:
+        """The scan as a ``pyarrow.RecordBatchReader`` that fetches and decodes one task (a few
+        segments) at a time: memory stays bounded by a task, whatever the symbol's size.
+        DuckDB (``duckdb.from_arrow(reader)``), polars (``pl.from_arrow(reader)``),
+        ``pyarrow.dataset.write_dataset(reader, ...)`` and ``pyarrow.parquet.ParquetWriter`` take it.
+
+        Returns
+        -------
+        pyarrow.RecordBatchReader
+            Batches of :attr:`schema`, in index order (read once).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3)))
+        >>> reader = lib.scan("S").to_reader()
+        >>> reader.schema.names
+        ['index', 'px']
+        >>> reader.read_all().num_rows
+        3
+        """
+        return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
     def to_table(self) -> pa.Table:
         """The whole scan as one Arrow table (in this process)."""
         parts = [task.to_table(self._store) for task in self.tasks()]
