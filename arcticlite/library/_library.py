@@ -400,7 +400,8 @@ class Library:
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
         if staged:
-            self.stage(sym, data, validate_index=validate_index, index_column=index_column)
+            self.stage(sym, data, validate_index=validate_index, index_column=index_column,
+                       bloom_min_distinct=bloom_min_distinct)
             return None
         table, meta = self._normalize(data, index_column, to_store=True)
         sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
@@ -1216,15 +1217,19 @@ class Library:
     @_mutates
     def stage(self, symbol: str, data: Any, validate_index: bool = True, sort_on_index: bool = False,
               sort_columns: list[str] | None = None, index_column: Any = False, *,
-              job: str | None = None) -> StageResult:
+              job: str | None = None, bloom_min_distinct: int | None | EllipsisType = ...) -> StageResult:
         """Write ``data`` as staged segments of ``symbol``, invisible until finalized.
 
         Any number of processes may stage the same symbol at once (docs/scan.md); the
         returned ``StageResult`` pickles, for a finalize elsewhere. ``job`` (letters, digits,
         ``_``, ``.``) tags the staged keys, so that ``delete_staged_data(symbol, job=...)`` can
         abort every entry of one job, also those of a worker that died before reporting.
+        ``bloom_min_distinct`` (arcticlite only): the Bloom-filter threshold of these staged
+        segments instead of the library's, as for :meth:`write` (a finalize keeps the staged
+        segments, and so their filters).
         """
         sym = check_symbol(symbol)
+        engine = self._writer(bloom_min_distinct)
         table, meta = self._normalize(data, index_column, to_store=not sort_columns)
         if sort_on_index or sort_columns:
             keys = [(meta.index_columns[0], "ascending")] if sort_on_index and meta.index_columns else []
@@ -1233,7 +1238,7 @@ class Library:
                 table = table.sort_by(keys)
         elif validate_index:
             self._check_sorted(table, meta, "stage")
-        key, segments = stage_table(self._table, sym, table, meta, norm.sortedness(table, meta), job)
+        key, segments = stage_table(engine, sym, table, meta, norm.sortedness(table, meta), job)
         return StageResult(symbol=sym, staged_keys=(key,), segment_counts=(segments,))
 
     def get_staged_symbols(self) -> list[str]:

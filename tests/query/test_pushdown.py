@@ -96,6 +96,25 @@ def test_without_filters_nothing_is_pruned_by_bloom_and_results_agree(lmdb_uri: 
         pd.date_range("2025-01-01", periods=2_000, freq="s")), bloom_min_distinct=50)
 
 
+def test_staged_segments_take_the_stage_calls_threshold(lmdb_uri: str) -> None:
+    lib = make_lib(lmdb_uri, "st", bloom_min_distinct=None)  # the library writes no filters
+    df = frame()
+    lib.stage("with", df, bloom_min_distinct=100)
+    lib.stage("without", df)
+    for sym in ("with", "without"):
+        lib.finalize_staged_data(sym)
+    v = int(df.k.iloc[4321])
+    q = QueryBuilder()
+    q = q[q["k"] == v]
+    for sym in ("with", "without"):
+        check(lib, sym, q, df[df.k == v])
+    assert q.explain(lib, "with").row_groups_pruned_bloom >= 6
+    assert q.explain(lib, "without").row_groups_pruned_bloom == 0
+    with pytest.raises(UserInputException, match="bloom_min_distinct"):
+        lib.stage("bad", df, bloom_min_distinct=0)
+    assert lib.get_staged_symbols() == []
+
+
 def test_bad_thresholds_are_refused_and_change_nothing(lmdb_uri: str) -> None:
     with pytest.raises(UnsupportedLibraryOptionValue, match="bloom_min_distinct"):
         LibraryOptions(bloom_min_distinct=0)
