@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import enum
 import json
-import threading
 import warnings
 from typing import Any
 
@@ -32,6 +31,7 @@ from arcticlite.exceptions import (
     MissingDependencyError,
     UserInputException,
 )
+from arcticlite.format import small_pages
 from arcticlite.normalize._columns import (
     DICTIONARY_VALUES,
     arrow_to_pandas,
@@ -304,26 +304,14 @@ def _columns_dtype(columns: pd.Index) -> str:
 _TRANSPOSE_ROWS = 4096
 _TRANSPOSE_COLS = 256
 _DENSE_KINDS = frozenset("iu")
-_ADVICE_LOCK = threading.Lock()
 
 
 def _empty_small_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """``np.empty`` without numpy's transparent-huge-page advice.
-
-    numpy advises the kernel to back large arrays with 2 MiB pages. Where the kernel then
-    compacts memory on the first fault (THP ``defrag=madvise``, the common default), the
-    first large array of a process costs far more than writing it: on the 2-vCPU benchmark
-    VM, touching 800 MB freshly took 1.4 s with the advice and 0.24 s without. A transposed
-    copy lives only until its segments are encoded, so 4 KiB pages serve it better."""
-    setter = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
-    if setter is None:
+    """``np.empty`` without numpy's transparent-huge-page advice (see
+    :func:`arcticlite.format.small_pages`): a transposed copy lives only until its segments
+    are encoded."""
+    with small_pages():
         return np.empty(shape, dtype)
-    with _ADVICE_LOCK:
-        before = setter(False)
-        try:
-            return np.empty(shape, dtype)
-        finally:
-            setter(before)
 
 
 def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
