@@ -204,3 +204,70 @@ def reader_worker(uri: str, lib_name: str, sym: str, writers: int, acked: Any, s
         queue.put((reads, len(seen), violations))
     except BaseException:
         queue.put(traceback.format_exc())
+
+
+def symbol_list_worker(uri: str, lib_name: str, tag: int, steps: int, shared: list[str], barrier: Any,
+                       queue: Any) -> None:
+    """Write and delete symbols ``p{tag}_0 .. p{tag}_7`` (this process's own) and ``shared``
+    ones (everyone's), at random (seeded by ``tag``), with a journal threshold of 8 so that
+    listing compacts often. After every operation on an own symbol, ``list_symbols()`` must
+    show exactly the own symbols this process knows are live. Puts ``(checks, [violations])``."""
+    import random
+    import traceback
+
+    from arcticlite import Arctic
+
+    try:
+        lib = Arctic(uri)[lib_name]
+        lib._symbol_list.threshold = 8
+        rng = random.Random(tag)
+        own = [f"p{tag}_{i}" for i in range(8)]
+        live: set[str] = set()
+        checks, violations = 0, []
+        barrier.wait()
+        for step in range(steps):
+            one = pd.DataFrame({"v": np.array([step], dtype=np.int64)}, index=pd.DatetimeIndex([APPEND_TS]))
+            if rng.random() < 0.3:
+                sym = rng.choice(shared)
+                lib.write(sym, one) if rng.random() < 0.6 else lib.delete(sym)
+                continue
+            sym = rng.choice(own)
+            if rng.random() < 0.6:
+                lib.write(sym, one)
+                live.add(sym)
+            else:
+                lib.delete(sym)
+                live.discard(sym)
+            listed = {s for s in lib.list_symbols() if s.startswith(f"p{tag}_")}
+            checks += 1
+            if listed != live:
+                violations.append(f"step {step}: missing {sorted(live - listed)}, deleted but listed {sorted(listed - live)}")
+        queue.put((checks, violations))
+    except BaseException:
+        queue.put(traceback.format_exc())
+
+
+def symbol_list_compactor(uri: str, lib_name: str, seed: int, stop: Any, queue: Any) -> None:
+    """Compact the symbol list, rebuild it from the refs now and then, and list, until ``stop``.
+    Puts the number of compactions and rebuilds made."""
+    import random
+    import traceback
+
+    from arcticlite import Arctic
+
+    try:
+        lib = Arctic(uri)[lib_name]
+        rng = random.Random(seed)
+        done = 0
+        while not stop.is_set():
+            r = rng.random()
+            if r < 0.2:
+                lib.reload_symbol_list()
+            elif r < 0.7:
+                lib.compact_symbol_list()
+            else:
+                lib.list_symbols()
+            done += 1
+        queue.put(done)
+    except BaseException:
+        queue.put(traceback.format_exc())
