@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -271,3 +272,82 @@ def symbol_list_compactor(uri: str, lib_name: str, seed: int, stop: Any, queue: 
         queue.put(done)
     except BaseException:
         queue.put(traceback.format_exc())
+
+
+# -- kill -9 at random instants -------------------------------------------------------------------
+def frame_digest(df: pd.DataFrame) -> str:
+    """A digest of a frame's index and values (what a reader must get back)."""
+    import hashlib
+
+    h = hashlib.sha256(df.index.asi8.tobytes())
+    for c in df.columns:
+        h.update(str(c).encode())
+        h.update(np.ascontiguousarray(df[c].to_numpy()).tobytes())
+    return h.hexdigest()
+
+
+def kill_worker(uri: str, lib_name: str, run: int, ack_path: str) -> None:
+    """Make random operations (seeded by ``run``) until killed: appends to ``log`` (columns
+    ``run``, ``k``), writes / updates / version deletes of ``w0 .. w3``, snapshots,
+    ``compact_data("log")`` and stage + finalize of ``st{run}``. After each returns, one line is
+    appended to ``ack_path`` (``os.write`` on an ``O_APPEND`` file: whole lines survive a kill):
+    ``A run k`` / ``W sym version digest`` / ``D sym version`` (``d``: before the delete) /
+    ``S name`` / ``F sym digest``."""
+    import random
+
+    from arcticlite import Arctic
+
+    lib = Arctic(uri)[lib_name]
+    rng = random.Random(run)
+    fd = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def ack(line: str) -> None:
+        os.write(fd, (line + "\n").encode())
+
+    base = pd.Timestamp("2024-01-01") + pd.Timedelta(hours=run)  # each run appends after the last
+    ack(f"R {run}")
+    k = 0
+    while True:
+        r = rng.random()
+        if r < 0.4:
+            df = pd.DataFrame({"run": np.array([run], dtype=np.int64), "k": np.array([k], dtype=np.int64)},
+                              index=pd.DatetimeIndex([base + pd.Timedelta(seconds=k)]))
+            lib.append("log", df)
+            ack(f"A {run} {k}")
+            k += 1
+        elif r < 0.6:
+            sym = f"w{rng.randrange(4)}"
+            n = rng.randrange(1, 40)
+            df = pd.DataFrame({"x": np.arange(n, dtype=np.int64) + run * 1000, "y": np.full(n, r)},
+                              index=pd.date_range("2024-01-01", periods=n))
+            v = lib.write(sym, df).version
+            ack(f"W {sym} {v} {frame_digest(df)}")
+        elif r < 0.7:
+            sym = f"w{rng.randrange(4)}"
+            if lib.has_symbol(sym):
+                upd = pd.DataFrame({"x": np.array([-run], dtype=np.int64), "y": np.array([r])},
+                                   index=pd.DatetimeIndex([pd.Timestamp("2024-01-01") + pd.Timedelta(days=rng.randrange(5))]))
+                lib.update(sym, upd)
+        elif r < 0.78:
+            sym = f"w{rng.randrange(4)}"
+            live = sorted(k.version for k, info in lib.list_versions(sym).items() if not info.deleted)
+            if len(live) > 1:
+                v = live[0]
+                ack(f"d {sym} {v}")  # about to delete: the write may be gone without the ack below
+                lib.delete(sym, versions=[v])
+                ack(f"D {sym} {v}")
+        elif r < 0.86:
+            name = f"snap{run}_{k}_{rng.randrange(10**6)}"
+            lib.snapshot(name)
+            ack(f"S {name}")
+        elif r < 0.93:
+            lib.compact_data("log", rows_per_segment=16)
+        else:
+            sym = f"st{run}"
+            n = rng.randrange(1, 5)
+            df = pd.DataFrame({"x": np.arange(n, dtype=np.int64)},
+                              index=pd.date_range("2024-01-01", periods=n) + pd.Timedelta(days=10 * k))
+            if not lib.has_symbol(sym) and sym not in lib.get_staged_symbols():
+                lib.stage(sym, df)
+                lib.finalize_staged_data(sym)
+                ack(f"F {sym} {frame_digest(df)}")

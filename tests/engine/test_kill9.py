@@ -1,0 +1,119 @@
+"""kill -9 at random instants (issue 16's battery): a process making random writes, appends,
+updates, version deletes, snapshots, compactions and finalizes is killed with SIGKILL at a
+seeded random instant, again and again on the same library; after every kill a fresh client
+checks what a user relies on:
+
+* every listed version of every symbol, and every snapshot, reads completely (row count as
+  described, index sorted);
+* every acknowledged operation is there: each acknowledged append to ``log`` is in its latest
+  version exactly once and in order, each acknowledged write still live reads back exactly
+  what was written, each acknowledged version delete stays deleted, each acknowledged
+  snapshot exists, each acknowledged finalize left its rows;
+* at the end ``gc(grace_period=0)`` removes what the killed operations left behind, deletes
+  nothing reachable (every read above still succeeds), and a second ``gc`` finds nothing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from enginehelpers import frame_digest, kill_worker
+
+from arcticlite import Arctic, Library
+
+pytestmark = pytest.mark.slow
+
+LMDB_S3 = [pytest.param("lmdb", marks=pytest.mark.lmdb), pytest.param("s3", marks=pytest.mark.s3)]
+FULL = os.environ.get("ARCTICLITE_BATTERY") == "full"
+KILLS = {"lmdb": 100 if FULL else 3, "s3": 100 if FULL else 2}
+
+
+def check_library(lib: Library, ack_lines: list[str]) -> dict[str, int]:
+    """The checks of the module docstring; returns counts of what was checked. Versions and
+    snapshots: the latest 10 and about 40 spread over the rest, per symbol (the history grows
+    with every kill)."""
+    counts = {"versions": 0, "snapshots": 0, "appends": 0, "writes": 0}
+    for sym in lib.list_symbols():
+        live = sorted(k.version for k, info in lib.list_versions(sym).items() if not info.deleted)
+        for v in sorted(set(live[-10:] + live[:: max(1, len(live) // 40)])):  # <= 50 per symbol
+            item = lib.read(sym, as_of=v)
+            assert len(item.data) == lib.get_description(sym, as_of=v).row_count
+            assert item.data.index.is_monotonic_increasing
+            counts["versions"] += 1
+    names = sorted(lib.list_snapshots())
+    for name in names[-10:] + names[:: max(1, len(names) // 40)]:
+        for sym in lib.list_versions(snapshot=name):
+            lib.read(sym.symbol, as_of=name)
+            counts["snapshots"] += 1
+    log = lib.read("log").data
+    pairs = list(zip(log["run"].tolist(), log["k"].tolist(), strict=True))
+    assert len(pairs) == len(set(pairs)), "an append is in the log twice"
+    assert pairs == sorted(pairs), "appends out of order"
+    present = set(pairs)
+    live = {s: {k.version for k, info in lib.list_versions(s).items() if not info.deleted}
+            for s in ("w0", "w1", "w2", "w3") if lib.has_symbol(s)}
+    # versions whose delete was started ("d") or acknowledged ("D")
+    deleted = {(line.split()[1], int(line.split()[2])) for line in ack_lines if line[0] in "dD"}
+    for line in ack_lines:
+        kind, *rest = line.split()
+        if kind == "A":
+            assert (int(rest[0]), int(rest[1])) in present, f"acknowledged append {rest} lost"
+            counts["appends"] += 1
+        elif kind == "W":
+            sym, v, digest = rest[0], int(rest[1]), rest[2]
+            if v in live.get(sym, set()):
+                assert frame_digest(lib.read(sym, as_of=v).data) == digest, f"{sym} v{v} reads wrong data"
+                counts["writes"] += 1
+            else:
+                assert (sym, v) in deleted, f"acknowledged write {sym} v{v} is gone"
+        elif kind == "D":
+            assert int(rest[1]) not in live.get(rest[0], set()), f"deleted {rest} is live again"
+        elif kind == "S":
+            assert rest[0] in lib.list_snapshots(), f"acknowledged snapshot {rest[0]} missing"
+        elif kind == "F":
+            assert frame_digest(lib.read(rest[0]).data) == rest[1], f"finalized {rest[0]} differs"
+    return counts
+
+
+@pytest.mark.parametrize("backend", LMDB_S3)
+def test_kill_9_at_random_instants(uri: str, backend: str, tmp_path: Path) -> None:
+    """Battery: LMDB 3 kills, S3 2 (full: 100 each), each 0.2–1.2 s after the worker started
+    its operations (seeded), with every check above after every kill and gc at the end."""
+    lib = Arctic(uri).create_library("lib")
+    lib.write("log", pd.DataFrame({"run": np.array([-1], dtype=np.int64), "k": np.array([0], dtype=np.int64)},
+                                  index=pd.DatetimeIndex([pd.Timestamp("2023-12-31")])))
+    ack_path = tmp_path / "acks"
+    ctx = mp.get_context("spawn")
+    rng = random.Random(16)
+    killed_live, totals = 0, {"versions": 0, "snapshots": 0, "appends": 0, "writes": 0}
+    for run in range(KILLS[backend]):
+        p = ctx.Process(target=kill_worker, args=(uri, "lib", run, str(ack_path)))
+        p.start()
+        deadline = time.monotonic() + 120
+        while f"R {run}\n" not in (ack_path.read_text() if ack_path.exists() else ""):
+            assert p.is_alive() and time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.2, 1.2))
+        killed_live += p.is_alive()
+        os.kill(p.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        p.join(timeout=60)
+        assert p.exitcode == -signal.SIGKILL, f"worker {run} ended by itself: {p.exitcode}"
+        counts = check_library(Arctic(uri)["lib"], ack_path.read_text().splitlines())
+        totals = {k: max(totals[k], counts[k]) for k in totals}
+    assert killed_live == KILLS[backend]
+    fresh = Arctic(uri)["lib"]
+    report = fresh.gc(grace_period=0)
+    assert fresh.gc(grace_period=0, dry_run=True).unreachable == 0
+    check_library(Arctic(uri)["lib"], ack_path.read_text().splitlines())
+    ops = sum(1 for line in ack_path.read_text().splitlines() if not line.startswith("R"))
+    print(f"\n{backend}: {KILLS[backend]} kills, {ops} acknowledged operations, gc removed "
+          f"{report.deleted} leftover keys; at the end {totals}")
+    assert totals["appends"] > 0 and totals["writes"] > 0
