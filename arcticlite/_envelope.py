@@ -57,6 +57,7 @@ KIND_SNAPSHOT = 5
 KIND_SYMBOL_LIST = 6
 KIND_REGISTRY = 7
 KIND_STAGED = 8
+KIND_PICKLED = 9
 
 _KIND_NAMES = {
     KIND_CONFIG: "library config",
@@ -67,6 +68,7 @@ _KIND_NAMES = {
     KIND_SYMBOL_LIST: "symbol list",
     KIND_REGISTRY: "library registry entry",
     KIND_STAGED: "staged segment",
+    KIND_PICKLED: "pickled data",
 }
 
 
@@ -87,17 +89,21 @@ def unseal(data: Any, kind: int, *, what: str = "") -> tuple[dict[str, Any], mem
     magic, version, k, hlen, blen = _HEAD.unpack_from(mv, 0)
     if magic != MAGIC:
         raise InvalidFileError(f"{label} has bad magic {bytes(magic)!r}; the key is corrupt")
-    if version > FORMAT_VERSION:
-        raise UnsupportedVersionError(
-            f"{label} has format version {version}, newer than this arcticlite "
-            f"understands ({FORMAT_VERSION}); upgrade arcticlite to read it"
-        )
+    newer = UnsupportedVersionError(
+        f"{label} has format version {version}, newer than this arcticlite "
+        f"understands ({FORMAT_VERSION}); upgrade arcticlite to read it"
+    )
     end = _HEAD.size + hlen + blen
     if end + 8 != n:
+        if version > FORMAT_VERSION:  # a layout this version does not know
+            raise newer
         raise FormatEOFError(f"{label} declares {end + 8} bytes but holds {n}; the key is corrupt")
     stored = bytes(mv[end:n])[::-1]
     if xxhash.xxh3_64_digest(mv[:end]) != stored:
+        # checked before the version: a flipped version field is corruption, not a newer writer
         raise ChecksumError(f"{label} fails its checksum; the stored bytes are corrupt")
+    if version > FORMAT_VERSION:
+        raise newer
     if k != kind:
         raise InvalidFileError(f"expected a {label} but found kind {k}; the key is corrupt")
     try:
@@ -105,3 +111,19 @@ def unseal(data: Any, kind: int, *, what: str = "") -> tuple[dict[str, Any], mem
     except ValueError as exc:  # checksum passed, so this is a writer bug or a forgery
         raise InvalidFileError(f"{label} header is not valid JSON") from exc
     return header, mv[_HEAD.size + hlen : end]
+
+
+def seal_pickled(body: bytes) -> bytes:
+    """The stored form of ``write_pickle`` data: the pickle in a checksummed envelope."""
+    return seal(KIND_PICKLED, {}, body)
+
+
+def unseal_pickled(data: Any) -> tuple[memoryview, bool]:
+    """The pickle of a value :func:`seal_pickled` wrote (validated: ``CorruptDataError`` if
+    bad), and whether it was sealed. Values written before pickles were sealed are bare
+    pickles (they start with the pickle opcode PROTO, never with :data:`MAGIC`) and are
+    returned as they are, unchecked."""
+    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+    if bytes(mv[:4]) != MAGIC:
+        return mv, False
+    return unseal(mv, KIND_PICKLED)[1], True

@@ -7,7 +7,7 @@ import uuid
 import weakref
 from typing import Any
 
-from arcticlite._envelope import KIND_CONFIG, KIND_REGISTRY, seal, unseal
+from arcticlite._envelope import KIND_CONFIG, KIND_REGISTRY, naming_key, seal, unseal
 from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
     LibraryNotFound,
@@ -185,10 +185,12 @@ class Arctic:
 
     # -- libraries -----------------------------------------------------------------------------------
     def _load_options(self, name: str) -> LibraryOptions | None:
-        raw = self._store.read_if_exists(LibraryKeys(name).config)
+        key = LibraryKeys(name).config
+        raw = self._store.read_if_exists(key)
         if raw is None:
             return None
-        header, _ = unseal(raw, KIND_CONFIG)
+        with naming_key(key):
+            header, _ = unseal(raw, KIND_CONFIG)
         return LibraryOptions.from_json(header["options"])
 
     def _open(self, name: str, options: LibraryOptions, output_format: Any = None,

@@ -20,11 +20,13 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite import normalize as norm
+from arcticlite._envelope import naming_key, unseal_pickled
 from arcticlite.exceptions import (
     ArcticException,
     ArcticInvalidApiUsageException,
     CommitStateUnknownError,
     CorruptDataError,
+    FormatEOFError,
     InternalException,
     KeyNotFoundException,
     MissingKeysInStageResultsError,
@@ -868,8 +870,19 @@ class Library:
             if rec.index is None or rec.index.digest is None:
                 return None
             leaf = self._table.index(sym).leaves(rec.index)
-            return unpickle(self._store.read(self._keys.tdata(sym, hex_digests(leaf)[0])), allow_pickle=self._allow_pickle,
-                            what=f"the data of symbol {sym!r} version {rec.vid} (written by write_pickle)")
+            key = self._keys.tdata(sym, hex_digests(leaf)[0])
+            raw = self._store.read(key)
+            with naming_key(key):
+                if len(raw) != int(leaf[0]["nbytes"]):
+                    raise FormatEOFError(f"pickled data is {len(raw)} bytes, its index says {int(leaf[0]['nbytes'])}")
+                body, sealed = unseal_pickled(raw)
+                what = f"the data of symbol {sym!r} version {rec.vid} (written by write_pickle)"
+                if sealed:
+                    return unpickle(body, allow_pickle=self._allow_pickle, what=what)
+                try:  # a bare pickle of an older arcticlite: no checksum, so loading may fail
+                    return unpickle(body, allow_pickle=self._allow_pickle, what=what)
+                except (pickle.UnpicklingError, EOFError, ValueError, OverflowError, IndexError) as exc:
+                    raise CorruptDataError(f"pickled data does not load ({type(exc).__name__}: {exc})") from exc
         plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=args.row_range(row_range),
                                 columns=columns, query_builder=query_builder)
         return self._table.read(plan, self._output(output_format), strings=strings)

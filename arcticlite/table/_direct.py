@@ -232,7 +232,7 @@ def index_bounds(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray
         off = int(leaves[i]["seg_offset"])
         n = int(leaves[i]["end_row"] - leaves[i]["start_row"])
         out = np.empty(n, dtype=np.int64)
-        with store.read_view(key) as src:
+        with store.read_view(key) as src, naming_key(key):
             reader = fermion.FermionReader(src, parallel=False)
             try:
                 valid = reader.read_into([index_name], [out], row_range=(off, off + n))[0]

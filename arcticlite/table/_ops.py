@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from arcticlite import format as fermion
 from arcticlite import normalize as norm
+from arcticlite._envelope import seal_pickled
 from arcticlite.exceptions import (
     AppendOrderException,
     CommitConflictError,
@@ -304,6 +305,7 @@ class WritePickled(Operation):
 
     def __init__(self, engine: TableEngine, sym: str, body: bytes, metadata: bytes | None) -> None:
         super().__init__(engine, sym)
+        body = seal_pickled(body)  # checksummed: a corrupt pickle is never loaded
         digest = new_digest(body)
         engine.store.write(engine.keys.tdata(sym, digest), body)
         self.written.append(engine.keys.tdata(sym, digest))
@@ -587,7 +589,8 @@ class Compact(Operation):
             cur = index.leaves(base.index or EMPTY_ROOT)
             prefix = cur[cur["start_row"] < self.covered]
             if len(prefix) != len(self.leaves) or not np.array_equal(prefix, self.leaves):
-                raise CommitConflictError(f"symbol {sym!r} was rewritten while compacting; run compact_data again")
+                raise CommitConflictError(f"symbol {sym!r} was rewritten while compacting (version {self.base.vid} was "
+                                          f"compacted, version {base.vid} is the latest now); run compact_data again")
             rows = np.concatenate([rows, cur[cur["start_row"] >= self.covered]])
         # the cuts inside compacted rows are segment boundaries now; appended rows keep theirs
         cuts = [c for c in slice_cuts(base) if c > self.covered]

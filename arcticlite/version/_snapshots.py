@@ -10,7 +10,7 @@ import pickle
 import uuid
 from typing import Any
 
-from arcticlite._envelope import KIND_SNAPSHOT, seal, unseal
+from arcticlite._envelope import KIND_SNAPSHOT, naming_key, seal, unseal
 from arcticlite.exceptions import NoDataFoundException
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys, unescape
@@ -36,10 +36,12 @@ class Snapshots:
         """``{"name", "symbols": {symbol: version}, "metadata_bytes"}`` (the pickled metadata,
         or ``None``: see :meth:`metadata`); ``NoDataFoundException`` when there is no such
         snapshot."""
-        raw = self.store.read_if_exists(self.keys.snapshot(name))
+        key = self.keys.snapshot(name)
+        raw = self.store.read_if_exists(key)
         if raw is None:
             raise NoDataFoundException(f"Snapshot {name} not found")
-        header, blob = unseal(raw, KIND_SNAPSHOT)
+        with naming_key(key):
+            header, blob = unseal(raw, KIND_SNAPSHOT)
         header["metadata_bytes"] = bytes(blob) if header.get("has_meta") else None
         return header
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from arcticlite import config
-from arcticlite._envelope import KIND_SYMBOL_LIST, seal, unseal
+from arcticlite._envelope import KIND_SYMBOL_LIST, naming_key, seal, unseal
 from arcticlite.exceptions import InvalidFileError, KeyNotFoundException
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys, unescape
@@ -136,8 +136,9 @@ class SymbolList:
         jprefix = self.keys.sl_prefix + "j/"
         journal, compacted, intents, raws = self._list()
         state: State = {}
-        for raw in raws:
-            entries = _read_compacted(raw)
+        for key, raw in zip(compacted, raws, strict=True):
+            with naming_key(key):
+                entries = _read_compacted(raw)
             if not state:  # the first (usually only) compacted list: taken whole
                 state = entries
                 continue
