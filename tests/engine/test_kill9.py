@@ -83,6 +83,7 @@ def check_library(lib: Library, ack_lines: list[str]) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.timeout(7200)
 @pytest.mark.parametrize("backend", LMDB_S3)
 def test_kill_9_at_random_instants(uri: str, backend: str, tmp_path: Path) -> None:
     """Battery: LMDB 3 kills, S3 2 (full: 100 each), each 0.2–1.2 s after the worker started
