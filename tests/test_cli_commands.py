@@ -225,6 +225,29 @@ def test_compact_plan_then_compact(uri: str, capsys: pytest.CaptureFixture[str])
     assert "is compact" in _run(["compact", uri, LIB, "AAPL", "--rows-per-segment", "100", "--plan"], capsys)[1]
 
 
+def test_compact_plan_shows_delta_groups_then_folds_them(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    lib = _lib(uri)
+    src = lib.read("AAPL").data.iloc[[1, 9]].copy()
+    src["px"] = -1.0
+    lib.merge("AAPL", src)
+    versions = json.loads(_run(["versions", uri, LIB, "AAPL", "--json"], capsys)[1])
+    assert versions[0]["deltas"] == 1 and versions[0]["delta_rows"] == 2  # pending, per version
+    assert versions[1]["deltas"] == 0
+    index = json.loads(_run(["index", uri, LIB, "AAPL", "--json"], capsys)[1])
+    assert sum(r["delta"] for r in index) == 1
+    before = _contents(uri)
+    out = _run(["compact", uri, LIB, "AAPL", "--plan"], capsys)[1]
+    assert out.startswith("AAPL: version 2 has 1 merges as deltas (2 rows, compaction due); 2 groups to fold, "
+                          "2 of 4 row groups untouched\n")
+    assert "  group 0: rows 0-4, index [..., 2024-01-05 00:00:00), 1 changes" in out
+    assert "  group 1: rows 8-10, index [2024-01-09 00:00:00, 2024-02-01 00:00:00), 1 changes" in out
+    assert _contents(uri) == before
+    out = _run(["compact", uri, LIB, "AAPL", "--workers", "2"], capsys)[1]
+    assert out == "AAPL: version 2 has 1 merges as deltas (2 rows, compaction due); folded into version 3 (2 groups)\n"
+    assert list(_lib(uri).read("AAPL").data["px"].iloc[[1, 9]]) == [-1.0, -1.0]
+    assert _run(["compact", uri, LIB, "AAPL", "--workers", "0"], capsys)[0] != 0
+
+
 def test_inspect_shows_version_index_and_segments(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = _run(["inspect", uri, LIB, "AAPL"], capsys)[1]
     assert out.startswith("version 1 of 'AAPL': append, 13 rows in 4 segments")

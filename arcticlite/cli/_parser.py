@@ -158,10 +158,14 @@ def parser() -> argparse.ArgumentParser:
     c = _add(ss, "delete", _write.snapshot, "delete a snapshot (data no version needs is removed)",
              "arcticlite snapshot delete lmdb://./data prices eod-2024-01-31")
     c.add_argument("name", help="snapshot name")
-    k = _add(sub, "compact", _write.compact, "merge small segments of a symbol (or of every symbol)",
+    k = _add(sub, "compact", _write.compact,
+             "merge small segments of a symbol (or of every symbol); fold the delta segments of merges",
              "arcticlite compact lmdb://./data prices AAPL --plan", listing=True)
     k.add_argument("symbol", nargs="?", default=None, help="symbol name (default: every symbol)")
-    k.add_argument("--plan", action="store_true", help="only print what would be rewritten")
+    k.add_argument("--plan", action="store_true", help="only print what would be rewritten (and the groups of "
+                   "deltas that would be folded)")
+    k.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="fold groups of deltas N at a time (default 1)")
     k.add_argument("--rows-per-segment", type=int, default=None, metavar="N",
                    help="target rows per segment (default: the library's)")
     g = _add(sub, "gc", _write.gc, "delete unreachable segments and index nodes",

@@ -9,6 +9,8 @@ import argparse
 import dataclasses
 from typing import Any
 
+import pandas as pd
+
 from arcticlite.cli._common import (
     BAD_INPUT,
     NOT_FOUND,
@@ -110,6 +112,10 @@ def _plan(p: Any) -> dict[str, Any]:
             "rows_to_rewrite": p.rows_to_rewrite}
 
 
+def _ts(ns: int | None) -> str:
+    return "..." if ns is None else str(pd.Timestamp(ns, unit="ns"))
+
+
 def compact(args: argparse.Namespace) -> int:
     lib = open_library(args, writes=not args.plan)
     if args.symbol:
@@ -119,19 +125,43 @@ def compact(args: argparse.Namespace) -> int:
     # every symbol holding a table (a pickled object has no segments to compact)
     syms = [args.symbol] if args.symbol else [s for s in sorted(lib.list_symbols())
                                               if lib.get_description(s).row_count is not None]
+    if args.workers < 1:
+        raise CliError(f"--workers must be at least 1, got {args.workers}", BAD_INPUT)
     out = []
     with Progress(len(syms), "compact", unit="symbol") as bar:
         for sym in syms:
-            plan = lib.compact_data_explain_plan(sym, args.rows_per_segment)
-            row = _plan(plan)
-            if not args.plan and plan.will_do_work:
-                row["new_version"] = lib.compact_data(sym, args.rows_per_segment).version
+            fold = lib.compaction_plan(sym)
+            if fold.will_do_work:  # merges kept as delta segments: compaction folds them
+                row: dict[str, Any] = {
+                    "symbol": sym, "version": fold.version, "will_do_work": True, "deltas": fold.layers,
+                    "delta_rows": fold.delta_rows, "due": fold.due, "groups": fold.groups(),
+                    "untouched_row_groups": fold.untouched_row_groups, "row_groups": fold.row_groups}
+                if not args.plan:
+                    row["new_version"] = lib.compact_deltas(sym, workers=args.workers).version
+            else:
+                plan = lib.compact_data_explain_plan(sym, args.rows_per_segment)
+                row = _plan(plan)
+                if not args.plan and plan.will_do_work:
+                    row["new_version"] = lib.compact_data(sym, args.rows_per_segment).version
             out.append(row)
             bar.update(1)
     if args.json:
         emit_json(out)
         return 0
     for r in out:
+        if "deltas" in r:
+            head = (f"{r['symbol']}: version {r['version']} has {r['deltas']} merges as deltas ({r['delta_rows']:,} "
+                    f"rows{', compaction due' if r['due'] else ''}); ")
+            if args.plan:
+                print(head + f"{len(r['groups'])} groups to fold, {r['untouched_row_groups']} of "
+                      f"{r['row_groups']} row groups untouched")
+                for g in r["groups"]:
+                    print(f"  group {g['group']}: rows {g['start_row']:,}-{g['end_row']:,}, index "
+                          f"[{_ts(g['index_from'])}, {_ts(g['index_to'])}), {g['changes']:,} changes from "
+                          f"{g['delta_segments']} delta segments, {g['base_bytes']:,} base bytes")
+            else:
+                print(head + f"folded into version {r['new_version']} ({len(r['groups'])} groups)")
+            continue
         if not r["will_do_work"]:
             print(f"{r['symbol']}: version {r['version']} is compact ({r['segments_before']} segments)")
         elif args.plan:

@@ -3,6 +3,7 @@
 from arcticlite.index._tindex import (
     EMPTY_ROOT,
     FANOUT,
+    FLAG_DELTA,
     FLAG_OPEN_TAIL,
     ROW_DTYPE,
     IndexRoot,
@@ -15,6 +16,7 @@ from arcticlite.index._tindex import (
 __all__ = [
     "EMPTY_ROOT",
     "FANOUT",
+    "FLAG_DELTA",
     "FLAG_OPEN_TAIL",
     "ROW_DTYPE",
     "IndexRoot",

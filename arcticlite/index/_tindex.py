@@ -38,13 +38,16 @@ ROW_DTYPE = np.dtype(
         ("seg_offset", "<i8"),  # leaf: first row of the segment referenced
         ("seg_rows", "<i8"),  # leaf: rows in the segment; internal: leaf rows in the subtree
         ("nbytes", "<u8"),  # leaf: bytes of the segment; internal: bytes of the subtree's data
-        ("flags", "<u4"),  # bit 0: delta segment (merge-on-read, reserved); bit 1: open tail
+        ("flags", "<u4"),  # bit 0: delta segment (merge-on-read); bit 1: open tail
         ("_pad", "<u4"),
     ]
 )
 assert ROW_DTYPE.itemsize == 88
 
 FANOUT = 256
+#: Leaf flag: the segment holds delta rows of a merge (merge-on-read), not rows of the table;
+#: such leaves follow the table's own leaves, past its last row (docs/engine.md).
+FLAG_DELTA = 1
 #: Leaf flag: the segment is a symbol's open tail, written uncompressed by a small append; the
 #: next small append replaces it with a segment holding its rows and the new ones.
 FLAG_OPEN_TAIL = 2

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from arcticlite import format as fermion
-from arcticlite.index import FLAG_OPEN_TAIL, hex_digests
+from arcticlite.index import FLAG_DELTA, FLAG_OPEN_TAIL, hex_digests
 from arcticlite.library._types import NameWithDType, SymbolDescription
 from arcticlite.normalize import type_name
 from arcticlite.storage import KVStore
-from arcticlite.table import meta_of, schema_of
+from arcticlite.table import DELTAS, meta_of, schema_of
 from arcticlite.version import LibraryKeys, VersionRecord
 
 
@@ -71,6 +71,8 @@ def versions_frame(head: VersionRecord | None, history: list[VersionRecord]) -> 
         "rows": rec.index.rows if rec.index is not None else None,
         "segments": rec.index.segments if rec.index is not None else None,
         "index_height": rec.index.height if rec.index is not None else None,
+        "deltas": int(rec.extra.get(DELTAS, {}).get("layers", 0)) if rec.is_data else None,
+        "delta_rows": int(rec.extra.get(DELTAS, {}).get("delta_rows", 0)) if rec.is_data else None,
         "created": utc(rec.created_ns),
     } for rec in history])
 
@@ -84,6 +86,7 @@ def index_frame(keys: LibraryKeys, sym: str, leaves: np.ndarray) -> pd.DataFrame
         "seg_offset": leaves["seg_offset"], "seg_rows": leaves["seg_rows"],
         "bytes": leaves["nbytes"],
         "open_tail": (leaves["flags"] & FLAG_OPEN_TAIL) != 0,
+        "delta": (leaves["flags"] & FLAG_DELTA) != 0,
     })
     df["key"] = [keys.tdata(sym, d) for d in hex_digests(leaves)]
     return df

@@ -82,6 +82,8 @@ from arcticlite.table import (
     CompactionJob,
     CompactionPlan,
     Finalize,
+    FoldDeltas,
+    FoldPlan,
     GcReport,
     Merge,
     Operation,
@@ -100,9 +102,12 @@ from arcticlite.table import (
     commit_op,
     compaction_tasks,
     consumed_staged,
+    has_deltas,
     merge_sorted,
     plan_compaction,
+    plan_fold,
     rewrite_compaction,
+    run_tasks,
     scan_schema,
     stage_table,
     staged_entries,
@@ -132,7 +137,9 @@ def _mutates(fn: F) -> F:
 
 def _table_options(options: LibraryOptions) -> TableOptions:
     return TableOptions(rows_per_segment=options.rows_per_segment, columns_per_segment=options.columns_per_segment,
-                        dynamic_schema=options.dynamic_schema, bloom_min_distinct=options.bloom_min_distinct)
+                        dynamic_schema=options.dynamic_schema, bloom_min_distinct=options.bloom_min_distinct,
+                        merge_on_read=options.merge_on_read, compaction_deltas=options.compaction_deltas,
+                        compaction_delta_share=float(options.compaction_delta_share))
 
 
 def _finalize_mode(mode: Any) -> StagedDataFinalizeMethod:
@@ -1411,6 +1418,8 @@ class Library:
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         base = self._engine.live_from_head(sym, head)
+        if has_deltas(base):  # a version with delta segments: compaction folds them
+            return self.compact_deltas(sym, prune_previous_versions=prune_previous_versions)
         plan, leaves = plan_compaction(self._table, head, base, sym, args.positive(rows_per_segment, "rows_per_segment"))
         assert base is not None
         if not plan.runs:  # ArcticDB's item of a compaction carries no data and no metadata
@@ -1427,9 +1436,13 @@ class Library:
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         base = self._engine.live_from_head(sym, head)
+        uri = self._worker_uri()
+        if has_deltas(base):
+            assert base is not None
+            fold = plan_fold(self._table, sym, base, uri=uri, library=self._name)
+            return CompactionJob(sym, fold, list(fold.tasks), base.seq)
         plan, leaves = plan_compaction(self._table, head, base, sym, args.positive(rows_per_segment, "rows_per_segment"))
         assert base is not None
-        uri = self._worker_uri()
         return CompactionJob(sym, plan, compaction_tasks(self._table, uri, self._name, sym, base, plan, leaves),
                              base.seq)
 
@@ -1443,11 +1456,78 @@ class Library:
         base = self._engine.read_record(sym, job.base_seq)
         if base is None or not base.is_data:
             raise NoSuchVersionException(f"E_NO_SUCH_VERSION: the version compaction planned for {sym!r} is gone")
+        if isinstance(job.plan, FoldPlan):
+            if not job.plan.will_do_work:
+                return self._item(sym, base, metadata=None)
+            if len(results) != len(job.tasks):
+                raise UserInputException(f"a compaction of {len(job.tasks)} groups got {len(results)} results")
+            fold = FoldDeltas(self._table, sym, base, job.plan, list(results))
+            return self._item(sym, self._apply(sym, fold, prune_previous_versions), metadata=None)
         if not job.tasks:
             return self._item(sym, base, metadata=None)
         leaves = self._table.index(sym).leaves(base.index or EMPTY_ROOT)
         op = commit_op(self._table, sym, base, job.plan, leaves, list(results))
         return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=None)
+
+    def compaction_plan(self, symbol: str, as_of: Any = None, memory_budget: int | None = None) -> FoldPlan:
+        """The groups that compacting the deltas of ``symbol`` (merges kept as delta
+        segments) would fold, without writing anything.
+
+        Parameters
+        ----------
+        symbol : str
+        as_of : int | str | datetime, optional
+            The version planned (default: the latest).
+        memory_budget : int, optional
+            Stored bytes of base row groups one task may read (default 256 MiB): a larger group
+            is split by key range into several tasks.
+
+        Returns
+        -------
+        FoldPlan
+            ``layers`` / ``delta_rows`` pending, ``due`` (per the library's
+            ``compaction_deltas`` / ``compaction_delta_share``), ``tasks`` (one per group) and
+            ``groups()`` (a row per group: base rows, index interval, changes, bytes).
+        """
+        sym = check_symbol(symbol)
+        rec = self._resolve(sym, as_of)
+        if rec.pickled:
+            raise InternalException(f"Cannot compact pickled data (symbol {sym!r})")
+        return plan_fold(self._table, sym, rec, uri=self._worker_uri(), library=self._name,
+                         budget_bytes=self._budget(memory_budget))
+
+    @staticmethod
+    def _budget(memory_budget: int | None) -> int:
+        from arcticlite.table import FOLD_BUDGET_BYTES
+
+        budget = args.positive(memory_budget, "memory_budget")
+        return FOLD_BUDGET_BYTES if budget is None else budget
+
+    @_mutates
+    def compact_deltas(self, symbol: str, workers: int = 1, memory_budget: int | None = None,
+                       prune_previous_versions: bool | None = None) -> VersionedItem:
+        """Fold the delta segments of ``symbol``'s latest version into its base segments, as one
+        new version (copy-on-write: readers see the version with deltas or the folded one).
+
+        The groups of :meth:`compaction_plan` run as tasks, ``workers`` at a time (a thread
+        pool), each reading only its row groups and their deltas; untouched row groups are
+        reused. A write committed meanwhile makes it give up with ``CommitConflictError``,
+        keeping the writer's data (a metadata-only commit is rebased onto). With no deltas,
+        returns the latest version. ``compact_data`` does the same for a version with deltas.
+        """
+        sym = check_symbol(symbol)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise UserInputException(f"workers must be a positive int, got {workers!r}")
+        head = self._engine.head(sym)
+        base = self._engine.live_from_head(sym, head)
+        if base is None:
+            raise StorageException(f"E_SYMBOL_NOT_FOUND: Cannot compact data of non-existent symbol {sym!r}")
+        plan = plan_fold(self._table, sym, base, budget_bytes=self._budget(memory_budget))
+        if not plan.will_do_work:
+            return self._item(sym, base, metadata=None)
+        results = run_tasks(plan.tasks, self._store, self._keys, workers)
+        fold = FoldDeltas(self._table, sym, base, plan, results)
+        return self._item(sym, self._apply(sym, fold, prune_previous_versions), metadata=None)
 
     def gc(self, grace_period: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
         """Delete data segments and index nodes that nothing can reach.

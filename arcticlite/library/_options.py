@@ -61,6 +61,14 @@ class LibraryOptions:
         segments that cannot hold the values; about 10 bits per distinct value, ~0.8 % false
         positives. None writes no filters. ``write`` / ``append`` / ``update`` take the same
         keyword for one call.
+    merge_on_read : bool
+        arcticlite only (default True): ``merge`` / ``merge_experimental`` / ``delete_rows``
+        write their changes as delta segments applied by reads, instead of rewriting the row
+        groups they touch (False: copy-on-write). Results are the same either way.
+    compaction_deltas, compaction_delta_share : int, float
+        arcticlite only: compaction of a symbol's deltas is *due* (``compaction_plan(...).due``)
+        once it has at least ``compaction_deltas`` delta layers (merges kept as deltas) or its
+        delta rows reach ``compaction_delta_share`` of its base rows (defaults 32 and 0.1).
     """
 
     dynamic_schema: bool = False
@@ -71,6 +79,9 @@ class LibraryOptions:
     recursive_normalizers: bool = False
     prune_previous_versions: bool = False
     bloom_min_distinct: int | None = 16
+    merge_on_read: bool = True
+    compaction_deltas: int = 32
+    compaction_delta_share: float = 0.1
 
     def __post_init__(self) -> None:
         self.validate()
@@ -88,7 +99,14 @@ class LibraryOptions:
         if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
             raise UnsupportedLibraryOptionValue(
                 f"LibraryOptions.bloom_min_distinct must be a positive int or None (no Bloom filters), got {b!r}")
-        for name in ("dynamic_schema", "dedup", "recursive_normalizers", "prune_previous_versions"):
+        c = self.compaction_deltas
+        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise UnsupportedLibraryOptionValue(f"LibraryOptions.compaction_deltas must be a positive int, got {c!r}")
+        f = self.compaction_delta_share
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not f > 0:
+            raise UnsupportedLibraryOptionValue(
+                f"LibraryOptions.compaction_delta_share must be a positive number, got {f!r}")
+        for name in ("dynamic_schema", "dedup", "recursive_normalizers", "prune_previous_versions", "merge_on_read"):
             if not isinstance(getattr(self, name), bool):
                 raise UserInputException(f"LibraryOptions.{name} must be a bool")
 

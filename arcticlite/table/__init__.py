@@ -18,7 +18,16 @@ from arcticlite.table._compact import (
     plan_compaction,
 )
 from arcticlite.table._compact import rewrite as rewrite_compaction
+from arcticlite.table._deltas import DELTAS, Scope, delta_info, has_deltas
 from arcticlite.table._engine import TableEngine, TableOptions
+from arcticlite.table._fold import (
+    FOLD_BUDGET_BYTES,
+    FoldDeltas,
+    FoldPlan,
+    FoldTask,
+    plan_fold,
+    run_tasks,
+)
 from arcticlite.table._gc import DEFAULT_GRACE_SECONDS, GcReport, cleanup
 from arcticlite.table._gc import gc as collect_garbage
 from arcticlite.table._merge import Merge, MergeSpec
@@ -66,6 +75,8 @@ from arcticlite.table._stage import stage as stage_table
 
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
+    "DELTAS",
+    "FOLD_BUDGET_BYTES",
     "FRAGMENTED_SEGMENT_COUNT",
     "OPTIMIZE_FOR",
     "TAIL_BYTES",
@@ -75,6 +86,9 @@ __all__ = [
     "CompactionPlan",
     "CompactionTask",
     "Finalize",
+    "FoldDeltas",
+    "FoldPlan",
+    "FoldTask",
     "GcReport",
     "Layout",
     "Merge",
@@ -86,6 +100,7 @@ __all__ = [
     "ReplaceRange",
     "ScanPlan",
     "ScanTask",
+    "Scope",
     "StagedEntry",
     "TableEngine",
     "TableOptions",
@@ -101,15 +116,19 @@ __all__ = [
     "compaction_tasks",
     "consumed_staged",
     "data_record",
+    "delta_info",
     "iloc_range",
+    "has_deltas",
     "index_bounds",
     "is_small_append",
     "merge_sorted",
     "merged_meta",
     "meta_of",
     "plan_compaction",
+    "plan_fold",
     "read_segments",
     "rewrite_compaction",
+    "run_tasks",
     "scan_schema",
     "schema_bytes",
     "schema_from",

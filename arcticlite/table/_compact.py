@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,7 @@ from arcticlite import normalize as norm
 from arcticlite.exceptions import InternalException, StorageException, UserInputException
 from arcticlite.index import EMPTY_ROOT
 from arcticlite.storage import KVStore
+from arcticlite.table._deltas import split_flagged
 from arcticlite.table._ops import Compact, TableEngine, group_index_values, slice_cuts
 from arcticlite.table._pools import Pools, shared
 from arcticlite.table._read import meta_of, schema_of, widen_dynamic_leaves
@@ -197,7 +199,7 @@ def plan_compaction(engine: TableEngine, head: VersionRecord | None, rec: Versio
     if rec.pickled and rec.index is not None:
         raise InternalException(f"Cannot compact pickled data (symbol {sym!r})")
     target = int(rows_per_segment or engine.options.rows_per_segment)
-    original = engine.index(sym).leaves(rec.index or EMPTY_ROOT)
+    original = split_flagged(engine.index(sym).leaves(rec.index or EMPTY_ROOT))[0]  # deltas: see FoldPlan
     cuts = slice_cuts(rec)
     leaves = cut_leaves(engine, sym, original, cuts, meta_of(rec)) if cuts else original
     groups = row_groups(leaves)
@@ -243,11 +245,13 @@ class CompactionTask:
 @dataclass(frozen=True, slots=True)
 class CompactionJob:
     """A compaction planned for parallel execution: run every task anywhere (``task.execute()``),
-    then commit their results once (``Library.commit_compaction``)."""
+    then commit their results once (``Library.commit_compaction``). A version with delta
+    segments is compacted by folding them: ``plan`` is then a ``FoldPlan`` and the tasks its
+    ``FoldTask`` s (one per group)."""
 
     symbol: str
-    plan: CompactionPlan
-    tasks: list[CompactionTask]
+    plan: Any  # CompactionPlan, or FoldPlan for a version with deltas
+    tasks: list[Any]  # CompactionTask, or FoldTask
     base_seq: int  # commit sequence of the version compacted
 
 

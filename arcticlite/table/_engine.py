@@ -18,6 +18,8 @@ from arcticlite import normalize as norm
 from arcticlite.exceptions import UserInputException
 from arcticlite.index import TableIndexIO
 from arcticlite.storage import KVStore
+from arcticlite.table._deltas import has_deltas
+from arcticlite.table._fold import fold_now
 from arcticlite.table._ops import Operation
 from arcticlite.table._pools import Pools, shared
 from arcticlite.table._prune import PruneStats, ReadExplain
@@ -46,6 +48,11 @@ class TableOptions:
         New segments carry a Bloom filter of each integer or string column with at least this
         many distinct values in the segment (integer columns sorted in it excepted: their page
         min/max prune as well); None writes none.
+    merge_on_read : bool
+        Keyed merges write delta segments (applied by reads) instead of rewriting row groups.
+    compaction_deltas, compaction_delta_share : int, float
+        When folding a symbol's deltas is due: this many delta layers, or delta rows reaching
+        this share of the base rows.
     """
 
     rows_per_segment: int = 100_000
@@ -54,6 +61,9 @@ class TableOptions:
     direct_reads: bool = True
     prune_by_statistics: bool = True
     bloom_min_distinct: int | None = BLOOM_MIN_DISTINCT
+    merge_on_read: bool = True
+    compaction_deltas: int = 32
+    compaction_delta_share: float = 0.1
 
     def __post_init__(self) -> None:
         if int(self.rows_per_segment) <= 0 or int(self.columns_per_segment) <= 0:
@@ -182,9 +192,17 @@ class TableEngine:
         built on, and the new record."""
         versions = self.versions
 
+        folded: dict[int, VersionRecord] = {}
+
         def build(head: VersionRecord | None, seq: int) -> VersionRecord:
             op.begin()
-            return op.build(head, versions.live_from_head(sym, head), seq)
+            base = versions.live_from_head(sym, head)
+            if base is not None and has_deltas(base) and not op.reads_deltas(base):
+                if base.seq not in folded:  # the operation works on plain row groups: compact first
+                    folded.clear()
+                    folded[base.seq] = fold_now(self, sym, base, op)
+                base = folded[base.seq]
+            return op.build(head, base, seq)
 
         return self.commit(sym, build, prune=prune, extra=op.extra())
 

@@ -34,11 +34,27 @@ from arcticlite.exceptions import (
     StorageException,
     UserInputException,
 )
-from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, shifted
+from arcticlite.index import EMPTY_ROOT, FLAG_DELTA, ROW_DTYPE, IndexRoot
+from arcticlite.table._deltas import DELETE as OP_DELETE
+from arcticlite.table._deltas import (
+    DELTAS,
+    KEY,
+    OP,
+    SHIFT,
+    delta_info,
+    delta_schema,
+    read_delta_rows,
+    resolve,
+    split_flagged,
+    take_rows,
+)
+from arcticlite.table._deltas import INSERT as OP_INSERT
+from arcticlite.table._deltas import UPDATE as OP_UPDATE
 from arcticlite.table._ops import (
     Operation,
     TableEngine,
     _with_time_bounds,
+    concat_pieces,
     data_record,
     describe_types,
     index_bounds,
@@ -131,13 +147,6 @@ def match_codes(tcodes: np.ndarray, scodes: np.ndarray) -> Matches:
     return Matches(target_src, target_count, source_matched)
 
 
-def _take(target: pa.ChunkedArray, source: pa.ChunkedArray, indices: np.ndarray) -> pa.ChunkedArray:
-    """Rows ``indices`` of ``target`` followed by ``source`` (indices past ``len(target)``
-    pick source rows): one contiguous array, one ``take`` (a take over many chunks is slow)."""
-    both = pa.concat_arrays([target.combine_chunks(), source.cast(target.type).combine_chunks()])
-    return pa.chunked_array([both.take(pa.array(indices, pa.int64()))], type=target.type)
-
-
 def match_table(target: pa.Table, source: pa.Table, keys: list[str], match_na: bool, *, is_dt: bool) -> Matches:
     """:func:`match_codes` of the key columns of ``target`` and ``source``. For a timeseries
     (both sorted by index) only the stored rows whose index value the source holds are
@@ -171,7 +180,7 @@ def _replace(target: pa.ChunkedArray, source: pa.ChunkedArray, mask: np.ndarray,
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # types replace_with_mask lacks
         pick = np.arange(len(target), dtype=np.int64)
         pick[mask] = len(target) + np.arange(len(src_rows))
-        return _take(target, pa.chunked_array([values.combine_chunks()], type=target.type), pick)
+        return take_rows(target, pa.chunked_array([values.combine_chunks()], type=target.type), pick)
 
 
 def merge_rows(target: pa.Table, source: pa.Table, spec: MergeSpec, keys: list[str], *, is_dt: bool,
@@ -219,7 +228,7 @@ def merge_rows(target: pa.Table, source: pa.Table, spec: MergeSpec, keys: list[s
         return target
     else:
         return target.take(pa.array(rows, pa.int64()))
-    cols = [_take(target.column(i), source.column(name), pick) for i, name in enumerate(target.column_names)]
+    cols = [take_rows(target.column(i), source.column(name), pick) for i, name in enumerate(target.column_names)]
     return pa.Table.from_arrays(cols, schema=target.schema)
 
 
@@ -301,6 +310,12 @@ class Merge(Operation):
         self.metadata, self.keep_metadata, self.upsert, self.what = metadata, keep_metadata, upsert, what
         self._upsert_leaves: np.ndarray | None = None
         self._built: dict[int, tuple[np.ndarray, int]] = {}
+        self._deltas: dict[int, tuple[np.ndarray, int, int, int | None, int | None]] = {}
+
+    def reads_deltas(self, base: VersionRecord) -> bool:
+        """Merged on read, the merge adds its deltas to the base's; copy-on-write, it works on
+        the base with its deltas folded."""
+        return bool(self.engine.options.merge_on_read)
 
     # the checks, in ArcticDB's order
     def _check(self, base: VersionRecord) -> tuple[norm.NormMeta, pa.Schema, list[str]]:
@@ -389,6 +404,8 @@ class Merge(Operation):
         if stored == 0:  # nothing stored: every source row is inserted, the source's schema becomes the symbol's
             return self._write_source(head, seq, "update", metadata)
         bmeta, bschema, keys = self._check(base)
+        if self.engine.options.merge_on_read and bmeta.index_kind in ("datetime", "range", "none"):
+            return self._delta_version(head, base, seq, bmeta, bschema, keys, metadata)
         if base.seq not in self._built:
             self._built = {base.seq: self._rows(base, bmeta, bschema, keys)}
         rows, _ = self._built[base.seq]
@@ -398,6 +415,155 @@ class Merge(Operation):
             first=int(rows["min_index"].min()) if is_dt and len(rows) else None,
             last=int(rows["max_index"].max()) if is_dt and len(rows) else None,
             sorted_=base.sorted, metadata=metadata)
+
+    def _delta_version(self, head: VersionRecord | None, base: VersionRecord, seq: int, bmeta: norm.NormMeta,
+                       bschema: pa.Schema, keys: list[str], metadata: bytes | None) -> VersionRecord:
+        """The version with this merge's changes as delta segments after ``base``'s."""
+        if base.seq not in self._deltas:
+            self._deltas = {base.seq: self._delta_leaves(base, bmeta, bschema, keys)}
+        new, inserted, deleted, lo, hi = self._deltas[base.seq]
+        if not len(new):  # nothing changed: the same data as a new version
+            return base.with_(kind="update", dead=head.dead if head else (), latest_live=seq, metadata=metadata)
+        info = delta_info(base) or {"layers": 0, "base_rows": base.index.rows if base.index else 0,
+                                    "delta_rows": 0, "delta_segments": 0}
+        info["layers"] += 1
+        info["delta_rows"] += int(new["end_row"].max() - new["start_row"].min())
+        info["delta_segments"] += len(new)
+        root = self.engine.index(self.sym, self.sink).append(base.index or EMPTY_ROOT, new)
+        rows = (base.index.rows if base.index else 0) + inserted - deleted
+        is_dt = bmeta.index_kind == "datetime"
+        first = base.first_index if not is_dt or lo is None or base.first_index is None else min(base.first_index, lo)
+        last = base.last_index if not is_dt or hi is None or base.last_index is None else max(base.last_index, hi)
+        rec = data_record("update", head, seq, index=IndexRoot(root.digest, root.height, rows, root.segments),
+                          meta=bmeta, schema=bschema, first=first if is_dt else None, last=last if is_dt else None,
+                          sorted_=base.sorted, metadata=metadata)
+        rec.extra.update(base.extra)
+        rec.extra[DELTAS] = info
+        return rec
+
+    def _delta_leaves(self, base: VersionRecord, bmeta: norm.NormMeta, bschema: pa.Schema,
+                      keys: list[str]) -> tuple[np.ndarray, int, int, int | None, int | None]:
+        """Write this merge's delta table on ``base``: (its leaf rows, rows inserted, rows
+        deleted, smallest and largest index value inserted)."""
+        e, sym, spec = self.engine, self.sym, self.spec
+        n_index = len(bmeta.index_columns)
+        is_dt = bmeta.index_kind == "datetime"
+        info = delta_info(base) or {"layers": 0, "base_rows": base.index.rows if base.index else 0, "delta_rows": 0}
+        layer = int(info["layers"]) + 1
+        source = self.table.select(keys) if not spec.full_schema else self.table
+        source = source.cast(pa.schema([bschema.field(n) for n in source.column_names]))
+        base_lv, delta_lv = split_flagged(e.index(sym).leaves(base.index or EMPTY_ROOT))
+        key_data = keys[1:] if is_dt else keys
+        sidx = source.column(0).cast(pa.int64()).to_numpy() if is_dt else None
+        if sidx is not None and len(delta_lv):  # only the deltas of the source's index values matter
+            delta_lv = delta_lv[(delta_lv["max_index"] >= sidx.min()) & (delta_lv["min_index"] <= sidx.max())]
+        old = read_delta_rows(e.store, e.keys, sym, delta_lv, bschema, n_index, key_data, pools=e.pools)
+        uniq, last, ops = resolve(old.column(KEY).to_numpy(), old.column(OP).to_numpy()) if old.num_rows else \
+            (np.zeros(0, np.int64),) * 3
+        layers = uniq >> SHIFT
+        gone = uniq[(layers == 0) & (ops == OP_DELETE)]
+        live = (layers > 0) & (ops != OP_DELETE)
+        inserted = old.take(pa.array(last[live], pa.int64())).select(keys)
+        inserted_ids = uniq[live]
+        parts, ids = [], []
+        gstart, gend, gmin, gmax = row_groups(base_lv) if len(base_lv) else (np.zeros(0, np.int64),) * 4
+        if sidx is not None:
+            g = len(gstart)
+            a, b = np.searchsorted(gmax, sidx, "left"), np.searchsorted(gmin, sidx, "right") - 1
+            hit = a <= b
+            step = np.zeros(g + 1, dtype=np.int64)
+            np.add.at(step, a[hit], 1)
+            np.add.at(step, b[hit] + 1, -1)
+            edges = np.diff(np.concatenate([[0], (np.cumsum(step)[:g] > 0).astype(np.int8), [0]]))
+            runs = list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))
+        else:
+            runs = [(0, len(gstart))] if len(gstart) else []
+        for g0, g1 in runs:
+            r0, r1 = int(gstart[g0]), int(gend[g1 - 1])
+            lv = base_lv[(base_lv["start_row"] >= r0) & (base_lv["start_row"] < r1)]
+            t = read_segments(e.store, e.keys, sym, lv, bschema, n_index, key_data, (r0, r1), pools=e.pools)
+            pos = np.arange(r0, r1, dtype=np.int64)
+            if sidx is not None:  # only the rows whose index value the source holds
+                tidx = t.column(0).cast(pa.int64()).to_numpy()
+                found = np.flatnonzero(np.searchsorted(sidx, tidx, "right") > np.searchsorted(sidx, tidx, "left"))
+                t, pos = t.take(pa.array(found, pa.int64())), pos[found]
+            parts.append(t.select(keys))
+            ids.append(pos)
+        if len(gone) and ids:
+            for i, (t, pos) in enumerate(zip(parts, ids, strict=True)):
+                alive = ~np.isin(pos, gone)
+                if not alive.all():
+                    parts[i], ids[i] = t.filter(pa.array(alive)), pos[alive]
+        updated = (layers == 0) & (ops == OP_UPDATE)
+        if updated.any() and ids:  # an earlier merge may have updated a column this one matches on
+            upos, urow = uniq[updated], last[updated]
+            for i, (t, pos) in enumerate(zip(parts, ids, strict=True)):
+                at = np.minimum(np.searchsorted(upos, pos), len(upos) - 1)
+                hit = upos[at] == pos
+                if hit.any():
+                    pick = np.arange(t.num_rows, dtype=np.int64)
+                    pick[hit] = t.num_rows + urow[at[hit]]
+                    parts[i] = pa.Table.from_arrays([take_rows(t.column(k), old.column(k), pick) for k in keys],
+                                                    schema=t.schema)
+        if sidx is not None and len(inserted_ids):
+            iidx = inserted.column(0).cast(pa.int64()).to_numpy()
+            found = np.flatnonzero(np.searchsorted(sidx, iidx, "right") > np.searchsorted(sidx, iidx, "left"))
+            inserted, inserted_ids = inserted.take(pa.array(found, pa.int64())), inserted_ids[found]
+        key_schema = pa.schema([bschema.field(k) for k in keys])
+        cand = pa.concat_tables([p.cast(key_schema) for p in parts] + [inserted.cast(key_schema)])
+        cand_ids = np.concatenate(ids + [inserted_ids]).astype(np.int64)
+        m = match_codes(*key_codes([cand.column(k) for k in keys], [source.column(k) for k in keys], spec.match_na))
+        if spec.matched == UPDATE:
+            multi = np.flatnonzero(m.target_count > 1)
+            if len(multi):
+                t = int(multi[0])
+                which = (f"stored row {int(cand_ids[t])}" if not len(uniq) and cand_ids[t] >> SHIFT == 0 else
+                         f"the stored row with key {[cand.column(k)[t].as_py() for k in keys]}")
+                raise UserInputException(
+                    f"E_INVALID_USER_ARGUMENT Multiple source rows match the same target row: {which} of {sym!r} "
+                    f"is matched by {int(m.target_count[t])} "
+                    f"source rows (the first is source row {int(m.target_src[t])}), so its final value is ambiguous; "
+                    "drop the duplicate keys from the source or use matched='do_nothing'")
+        names = bschema.names
+        pieces: list[tuple[dict[str, pa.ChunkedArray], np.ndarray, int]] = []
+        sel = np.flatnonzero(m.target_src >= 0)
+        if len(sel) and spec.matched in (UPDATE, DELETE):
+            take = pa.array(sel, pa.int64())
+            if spec.matched == UPDATE:
+                src = pa.array(m.target_src[sel], pa.int64())
+                cols = {n: cand.column(n).take(take) if n in keys else source.column(n).take(src) for n in names}
+            else:
+                cols = {n: cand.column(n).take(take) if n in keys else
+                        pa.chunked_array([pa.nulls(len(sel), bschema.field(n).type)]) for n in names}
+            pieces.append((cols, cand_ids[sel], OP_UPDATE if spec.matched == UPDATE else OP_DELETE))
+        new = np.flatnonzero(~m.source_matched) if spec.insert else np.zeros(0, np.int64)
+        if len(new):
+            take = pa.array(new, pa.int64())
+            pieces.append(({n: source.column(n).take(take) for n in names},
+                           (layer << SHIFT) | np.arange(len(new), dtype=np.int64), OP_INSERT))
+        if not pieces:
+            return np.zeros(0, dtype=ROW_DTYPE), 0, 0, None, None
+        dschema = delta_schema(bschema)
+        arrays = [pa.concat_arrays([p[0][n].combine_chunks().cast(bschema.field(n).type) for p in pieces])
+                  for n in names]
+        arrays.append(pa.array(np.full(sum(len(p[1]) for p in pieces), layer, dtype=np.int32)))
+        arrays.append(pa.array(np.concatenate([p[1] for p in pieces])))
+        arrays.append(pa.array(np.concatenate([np.full(len(p[1]), p[2], dtype=np.int8) for p in pieces])))
+        table = pa.Table.from_arrays(arrays, schema=dschema)
+        lo = hi = None
+        if is_dt:
+            tidx = table.column(0).cast(pa.int64()).to_numpy()
+            order = np.argsort(tidx, kind="stable")
+            if not np.array_equal(order, np.arange(len(order))):
+                table = table.take(pa.array(order, pa.int64()))
+            if len(new):
+                ins_idx = sidx[new] if sidx is not None else tidx
+                lo, hi = int(ins_idx.min()), int(ins_idx.max())
+        start = int(info["base_rows"]) + int(info["delta_rows"])
+        leaves = self._wrote(write_segments(e.store, e.keys, sym, table, e.layout(bmeta), start_row=start,
+                                            is_datetime=is_dt, flags=FLAG_DELTA, pools=e.pools))
+        n_del = len(sel) if spec.matched == DELETE else 0
+        return leaves, len(new), n_del, lo, hi
 
     def _write_source(self, head: VersionRecord | None, seq: int, kind: str, metadata: bytes | None) -> VersionRecord:
         e = self.engine
@@ -449,13 +615,13 @@ class Merge(Operation):
                 if c.g0 == c.g1:
                     if spec.insert and src.num_rows:
                         prev = replaced.get(c.g0, (c.g0, np.zeros(0, dtype=ROW_DTYPE)))
-                        replaced[c.g0] = (prev[0], _concat_pieces([write(src), prev[1]], is_dt))
+                        replaced[c.g0] = (prev[0], concat_pieces([write(src), prev[1]], is_dt))
                     continue
                 out = merge_rows(read(c.g0, c.g1), src, spec, keys, is_dt=True, sym=sym,
                                  row_offset=int(gstart[c.g0]))
                 if out is not None:
                     prev = replaced.get(c.g0, (c.g0, np.zeros(0, dtype=ROW_DTYPE)))
-                    replaced[c.g0] = (c.g1, _concat_pieces([prev[1], write(out)], is_dt))
+                    replaced[c.g0] = (c.g1, concat_pieces([prev[1], write(out)], is_dt))
         else:
             g = len(gstart)
             tkeys = read(0, g, [k for k in keys]) if g else pa.table({k: source.column(k).slice(0, 0) for k in keys})
@@ -481,7 +647,7 @@ class Merge(Operation):
             cursor_g = max(cursor_g, g1)
         pieces.append(group_leaves(cursor_g, len(gstart)))
         pieces.append(tail)
-        rows = _concat_pieces(pieces, is_dt)
+        rows = concat_pieces(pieces, is_dt)
         if multi:  # back to row numbers, as every MultiIndex leaf holds
             rows["min_index"] = rows["start_row"]
             rows["max_index"] = rows["end_row"].astype(np.int64) - 1
@@ -492,16 +658,3 @@ def by_time(meta: norm.NormMeta) -> bool:
     """Whether rows of ``meta`` are ordered and matched by a datetime index (a DatetimeIndex,
     or a MultiIndex whose first level is one)."""
     return meta.index_kind == "datetime" or (meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",))
-
-
-def _concat_pieces(pieces: list[np.ndarray], is_dt: bool) -> np.ndarray:
-    """Leaf rows of consecutive pieces, renumbered one after the other from row 0."""
-    out, cursor = [], 0
-    for p in pieces:
-        if not len(p):
-            continue
-        out.append(shifted(p, cursor - int(p["start_row"].min()), row_numbers_index=not is_dt))
-        cursor = int(out[-1]["end_row"].max())
-    if not out:
-        return np.zeros(0, dtype=ROW_DTYPE)
-    return np.concatenate(out)

@@ -165,6 +165,11 @@ class Operation:
         """Start an attempt: forget what a lost attempt produced."""
         self.sink.clear()
 
+    def reads_deltas(self, base: VersionRecord) -> bool:
+        """Whether :meth:`build` takes a base with delta segments as it is; otherwise the
+        engine folds them first (the operation works on plain row groups)."""
+        return False
+
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         """The record for version ``seq`` on ``head`` (``base``: its latest live data version)."""
         raise NotImplementedError
@@ -279,6 +284,9 @@ class Write(Operation):
     def extra(self) -> MutableMapping[str, bytes]:
         return self.nodes
 
+    def reads_deltas(self, base: VersionRecord) -> bool:
+        return True
+
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         return data_record(self.kind, head, seq, index=self.root, meta=self.meta, schema=self.schema,
                            first=self.first, last=self.last, sorted_=self.sorted, metadata=self.metadata)
@@ -290,6 +298,9 @@ class WriteMetadata(Operation):
     def __init__(self, engine: TableEngine, sym: str, metadata: bytes | None) -> None:
         super().__init__(engine, sym)
         self.metadata = metadata
+
+    def reads_deltas(self, base: VersionRecord) -> bool:
+        return True
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         dead = head.dead if head else ()
@@ -315,6 +326,9 @@ class WritePickled(Operation):
         root = engine.index(sym).build(leaf)
         self.root = IndexRoot(digest=root.digest, height=root.height, rows=0, segments=1)
         self.metadata = metadata
+
+    def reads_deltas(self, base: VersionRecord) -> bool:
+        return True
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         return VersionRecord(symbol=self.sym, seq=seq, kind="pickle", created_ns=0, token="",
@@ -392,6 +406,19 @@ class ReplaceRange(Operation):
         return data_record(self.kind, head, seq, index=index.build(rows), meta=out_meta, schema=schema,
                            first=first, last=last,
                            sorted_=base.sorted if len(rows) else "ASCENDING", metadata=metadata)
+
+
+def concat_pieces(pieces: list[np.ndarray], is_dt: bool) -> np.ndarray:
+    """Leaf rows of consecutive pieces, renumbered one after the other from row 0."""
+    out, cursor = [], 0
+    for p in pieces:
+        if not len(p):
+            continue
+        out.append(shifted(p, cursor - int(p["start_row"].min()), row_numbers_index=not is_dt))
+        cursor = int(out[-1]["end_row"].max())
+    if not out:
+        return np.zeros(0, dtype=ROW_DTYPE)
+    return np.concatenate(out)
 
 
 def _with_time_bounds(engine: TableEngine, sym: str, leaves: np.ndarray, index_col: str) -> np.ndarray:
@@ -578,6 +605,9 @@ class Compact(Operation):
         super().__init__(engine, sym)
         self.base, self.leaves, self.compacted = base, leaves, compacted
         self.covered = int(leaves["end_row"].max()) if len(leaves) else 0
+
+    def reads_deltas(self, base: VersionRecord) -> bool:
+        return True
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         sym = self.sym

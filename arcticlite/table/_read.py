@@ -33,6 +33,7 @@ from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, TableIndexIO
 from arcticlite.query import QueryBuilder, QueryPlan, plan_query, run_query
 from arcticlite.storage import KVStore
 from arcticlite.table import _direct as direct
+from arcticlite.table._deltas import Scope, has_deltas, read_applied, split_flagged
 from arcticlite.table._pools import Pools
 from arcticlite.table._prune import Intervals, PruneStats, prune
 from arcticlite.table._segments import FetchStats, read_segments, wanted_positions, with_columns
@@ -140,6 +141,12 @@ class ReadPlan:
     candidates : dict
         Per kept row group (by its first row) whose statistics rule out some of its pages:
         the absolute row intervals that may match; only their pages are decoded.
+    deltas : numpy.ndarray or None
+        A version with delta segments (merge on read): their leaf rows, applied to the rows
+        of ``leaves`` (then ``leaves`` are whole base row groups, consecutive, and
+        ``row_range`` counts rows of the result); None for a version without deltas.
+    scope : Scope or None
+        Which changes of ``deltas`` this read applies (a scan task's share); None: all.
     """
 
     symbol: str
@@ -157,14 +164,17 @@ class ReadPlan:
     total_rows: int = 0
     segments_considered: int = 0
     candidates: dict[int, Intervals] | None = None
+    deltas: np.ndarray | None = None
+    scope: Scope | None = None
 
     @property
     def n_index(self) -> int:
         return len(self.meta.index_columns)
 
-    def with_leaves(self, leaves: np.ndarray) -> ReadPlan:
-        """The same read restricted to ``leaves`` (a scan task)."""
-        return replace(self, leaves=leaves)
+    def with_leaves(self, leaves: np.ndarray, scope: Scope | None = None) -> ReadPlan:
+        """The same read restricted to ``leaves`` (a scan task; ``scope``: its share of the
+        deltas)."""
+        return replace(self, leaves=leaves, scope=scope if scope is not None else self.scope)
 
 
 def plan_read(
@@ -211,7 +221,13 @@ def plan_read(
         query = plan_query(query_builder, meta, total_rows=total, row_range=rr, index_range=ir,
                            sorted_index=rec.sorted in ("ASCENDING", "UNKNOWN"), columns=columns)
         rr, ir = query.row_range, query.index_range
-    if rr is not None and rr[0] >= rr[1]:
+    deltas = None
+    if has_deltas(rec):
+        # rows of the result are not rows of the base: select by index range only (a merge
+        # never moves a row to another index value), apply the deltas, then slice
+        leaves, deltas = split_flagged(index.leaves(root, index_range=ir if rr is None else None))
+        prune_by_statistics = False
+    elif rr is not None and rr[0] >= rr[1]:
         leaves = np.zeros(0, dtype=ROW_DTYPE)
     else:
         leaves = index.leaves(root, row_range=rr, index_range=ir)
@@ -240,7 +256,7 @@ def plan_read(
         symbol=sym, version=rec.vid, meta=meta, schema=schema,
         columns=stored, positions=tuple(pos), row_range=rr, index_range=ir,
         leaves=leaves, query=query, dynamic=dynamic, sorted=rec.sorted or "UNKNOWN",
-        total_rows=total, segments_considered=considered, candidates=candidates or None,
+        total_rows=total, segments_considered=considered, candidates=candidates or None, deltas=deltas,
     )
 
 
@@ -249,11 +265,18 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
     """Fetch, decode and assemble ``plan`` as a stored-layout Arrow table, its query run;
     returns the table and the metadata that describes it (new after an aggregation).
     ``stats`` counts the pages and bytes fetched (``QueryBuilder.explain``)."""
-    table = read_segments(store, keys, plan.symbol, plan.leaves, plan.schema, plan.n_index,
-                          list(plan.columns), plan.row_range, dynamic=plan.dynamic,
-                          index_range=plan.index_range, pools=pools, positions=plan.positions,
-                          mark_absent=plan.dynamic and plan.query is not None, candidates=plan.candidates,
-                          stats=stats, filters=plan.query.value_filters if plan.query is not None else ())
+    if plan.deltas is not None:
+        table = read_applied(store, keys, plan.symbol, plan.leaves, plan.deltas, plan.schema, plan.n_index,
+                             list(plan.columns), plan.positions, is_dt=plan.meta.index_kind == "datetime",
+                             scope=plan.scope, pools=pools, stats=stats)
+        if plan.row_range is not None:
+            table = table.slice(plan.row_range[0], max(0, plan.row_range[1] - plan.row_range[0]))
+    else:
+        table = read_segments(store, keys, plan.symbol, plan.leaves, plan.schema, plan.n_index,
+                              list(plan.columns), plan.row_range, dynamic=plan.dynamic,
+                              index_range=plan.index_range, pools=pools, positions=plan.positions,
+                              mark_absent=plan.dynamic and plan.query is not None, candidates=plan.candidates,
+                              stats=stats, filters=plan.query.value_filters if plan.query is not None else ())
     ir = plan.index_range
     if ir is not None and table.num_rows:
         idx = table.column(0).cast(pa.int64()).to_numpy()
@@ -271,7 +294,7 @@ def read_pandas(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
     read needs the general path (:func:`read_arrow`, then ``normalize.denormalize``)."""
     meta, schema = plan.meta, plan.schema
     n_index = plan.n_index
-    if plan.query is not None or plan.dynamic or meta.kind != "dataframe":
+    if plan.query is not None or plan.dynamic or meta.kind != "dataframe" or plan.deltas is not None:
         return None
     if meta.index_kind == "datetime":
         if n_index != 1 or meta.index_hints[:1] != ("dt",) or schema.field(0).type != pa.timestamp("ns"):

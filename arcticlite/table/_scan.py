@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
@@ -26,6 +26,7 @@ import pyarrow as pa
 from arcticlite import normalize as norm
 from arcticlite.exceptions import UserInputException
 from arcticlite.storage import KVStore, open_store
+from arcticlite.table._deltas import Scope, part_scopes
 from arcticlite.table._read import ReadPlan, read_arrow
 from arcticlite.version import LibraryKeys
 
@@ -173,13 +174,20 @@ class ScanPlan:
             raise UserInputException(f"target_rows must be positive, got {target_rows!r}")
         max_rows = int(target_rows) if target_rows is not None else None
         leaves = self.read.leaves
+        deltas = self.read.deltas
+        if deltas is not None and (self.read.row_range is not None or not len(leaves)):
+            # rows counted in the result (or inserts alone): one task applies every change
+            if not len(leaves) and not len(deltas):
+                return []
+            return [ScanTask(uri=self.uri, library=self.library, plan=self.read, read_only=self.read_only,
+                             rows=self.read.total_rows, nbytes=self.nbytes)]
         if not len(leaves):
             return []
         order = np.argsort(leaves["start_row"], kind="stable")
         leaves = leaves[order]
         starts = leaves["start_row"]
         bounds = np.flatnonzero(np.r_[True, starts[1:] != starts[:-1], True])
-        tasks: list[ScanTask] = []
+        cuts: list[tuple[int, int]] = []  # (first group, end group) of each task
         first = 0
         acc = 0
         acc_rows = 0
@@ -189,12 +197,20 @@ class ScanPlan:
             acc_rows += int(leaves["end_row"][a] - leaves["start_row"][a])
             if (acc >= target_bytes or (max_rows is not None and acc_rows >= max_rows)
                     or g == len(bounds) - 2):
-                part = leaves[bounds[first] : b]
-                rows = int((part["end_row"] - part["start_row"])[np.r_[True, part["start_row"][1:] != part["start_row"][:-1]]].sum())
-                tasks.append(ScanTask(uri=self.uri, library=self.library, plan=self.read.with_leaves(part),
-                                      read_only=self.read_only,
-                                      rows=rows, nbytes=int(part["nbytes"].sum())))
+                cuts.append((first, g + 1))
                 first, acc, acc_rows = g + 1, 0, 0
+        scopes: list[Scope | None] = [None] * len(cuts)
+        if deltas is not None:  # each task applies the changes of its rows and index interval
+            gl = leaves[bounds[:-1]]
+            scopes = list(part_scopes(gl["start_row"].astype(np.int64), gl["end_row"].astype(np.int64),
+                                      gl["min_index"].astype(np.int64), [c[0] for c in cuts],
+                                      is_dt=self.read.meta.index_kind == "datetime"))
+        tasks: list[ScanTask] = []
+        for (g0, g1), scope in zip(cuts, scopes, strict=True):
+            part = leaves[bounds[g0] : bounds[g1]]
+            rows = int((part["end_row"] - part["start_row"])[np.r_[True, part["start_row"][1:] != part["start_row"][:-1]]].sum())
+            tasks.append(ScanTask(uri=self.uri, library=self.library, plan=self.read.with_leaves(part, scope),
+                                  read_only=self.read_only, rows=rows, nbytes=int(part["nbytes"].sum())))
         return tasks
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
@@ -250,5 +266,7 @@ def check_scannable(read: ReadPlan) -> None:
 def scan_schema(read: ReadPlan) -> pa.Schema:
     """The schema of a scan's batches (the pipeline run on zero rows)."""
     empty = read.with_leaves(read.leaves[:0])
+    if empty.deltas is not None:
+        empty = replace(empty, deltas=empty.deltas[:0])
     table, meta = read_arrow(cast(KVStore, None), LibraryKeys("-"), empty)  # fetches nothing
     return _output(table, meta).schema

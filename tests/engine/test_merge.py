@@ -216,7 +216,8 @@ def test_delete_rows_range_index_and_errors(lib: Library) -> None:
 
 # -- cost: only the touched segments are rewritten ----------------------------------------------
 def test_only_touched_segments_are_rewritten(ac: object) -> None:
-    small = ac.create_library("small", LibraryOptions(rows_per_segment=10))  # type: ignore[attr-defined]
+    small = ac.create_library("small", LibraryOptions(rows_per_segment=10,  # type: ignore[attr-defined]
+                                                      merge_on_read=False))
     n = 100
     df = pd.DataFrame({"a": np.arange(n), "b": np.arange(n) * 1.0}, index=pd.date_range("2024-01-01", periods=n))
     small.write("s", df)

@@ -248,3 +248,35 @@ def test_s3_round_trip(spark: Any, s3_uri: str) -> None:
     back = spark.read.format("arcticlite").option("uri", s3_uri).option("library", "lib") \
         .option("date_range", "1970-01-01 01:00:00,1970-01-01 01:59:59").load("s3sym")
     assert sorted(r["id"] for r in back.collect()) == list(range(60, 120))
+
+
+def test_compact_folds_merge_deltas_one_spark_task_per_group(spark: Any, lmdb_uri: str, reader: Any) -> None:
+    small = adb.Arctic(lmdb_uri).create_library("deltas", adb.LibraryOptions(rows_per_segment=50))
+    cow = adb.Arctic(lmdb_uri).create_library("cow", adb.LibraryOptions(rows_per_segment=50, merge_on_read=False))
+    df = pd.DataFrame({"id": np.arange(300), "x": np.arange(300) / 3.0},
+                      index=pd.date_range("2024-01-01", periods=300, freq="s", name="ts"))
+    for lib in (small, cow):
+        lib.write("m", df)
+    for rows in ([5, 6], [120], [290, 299]):  # three merges, each an update of a few rows
+        src = df.iloc[rows].copy()
+        src["x"] = -1.0
+        for lib in (small, cow):
+            lib.merge("m", src)
+    # the Spark scan applies the deltas
+    got = reader().option("library", "deltas").load("m").orderBy("ts").toPandas()
+    assert list(got["x"]) == list(cow.read("m").data["x"])
+    plan = small.compaction_plan("m", memory_budget=1)
+    job = small.compact_data_tasks("m")
+    assert len(job.tasks) == len(small.compaction_plan("m").tasks) == 3  # three groups of row groups
+    assert len(plan.tasks) == 3
+    sc = spark.sparkContext
+    sc.setJobGroup("arcticlite-fold-test", "fold")
+    try:
+        item = spark_connector.compact(spark, lmdb_uri, "deltas", "m")
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    jobs = tracker.getJobIdsForGroup("arcticlite-fold-test")
+    assert sum(tracker.getStageInfo(s).numTasks for s in tracker.getJobInfo(jobs[0]).stageIds) == 3
+    assert item.version == 4 and small.compaction_plan("m").layers == 0
+    pd.testing.assert_frame_equal(small.read("m").data, cow.read("m").data)
