@@ -114,7 +114,15 @@ from arcticlite.table import (
     staged_keys,
     staged_symbols,
 )
-from arcticlite.version import LibraryKeys, Snapshots, SymbolList, VersionRecord, chain, unpickle
+from arcticlite.version import (
+    LibraryKeys,
+    Snapshots,
+    SymbolList,
+    VersionRecord,
+    chain,
+    encode_metadata,
+    unpickle,
+)
 
 MAX_SNAPSHOT_NAME = 254
 
@@ -238,7 +246,7 @@ class Library:
         if metadata is None:
             return None
         try:
-            return pickle.dumps(metadata, protocol=pickle.HIGHEST_PROTOCOL)
+            return encode_metadata(metadata)  # plain values as JSON, the rest pickled
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
             raise UserInputException(
                 f"metadata of type {type(metadata).__name__} cannot be stored: it does not pickle ({exc}); "

@@ -5,7 +5,13 @@ from arcticlite.version import _chain as chain
 from arcticlite.version._chain import Builder
 from arcticlite.version._engine import VersionEngine, pid_token
 from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
-from arcticlite.version._records import VersionRecord, add_ranges, unpickle
+from arcticlite.version._records import (
+    VersionRecord,
+    add_ranges,
+    decode_metadata,
+    encode_metadata,
+    unpickle,
+)
 from arcticlite.version._snapshots import Snapshots
 from arcticlite.version._symbol_list import SymbolList
 
@@ -23,5 +29,7 @@ __all__ = [
     "pid_token",
     "registry_key",
     "unescape",
+    "decode_metadata",
+    "encode_metadata",
     "unpickle",
 ]

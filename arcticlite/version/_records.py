@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import datetime
 import io
+import json
 import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -57,6 +58,43 @@ def unpickle(data: bytes | bytearray | memoryview, *, allow_pickle: bool, what: 
             f"{what} is not plain values: reading it would run pickle to load {exc}, and this library "
             "was opened with allow_pickle=False. Read it with allow_pickle=True only if you trust "
             "whoever wrote the store") from None
+
+#: Stored metadata that starts with this is JSON (plain values); anything else is a pickle.
+JSON_METADATA = b"arcticlite-json\n"
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is made only of what JSON round-trips exactly: dicts with str keys,
+    lists, str, finite float, int, bool and None (a tuple, a set or a NaN is not)."""
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if type(value) is list:
+        return all(_plain(v) for v in value)
+    if type(value) is dict:
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def encode_metadata(value: Any) -> bytes | None:
+    """Stored bytes of user metadata: plain values (see :func:`_plain`) as JSON, which reads
+    back without pickle, anything else pickled (raises what ``pickle.dumps`` raises)."""
+    if value is None:
+        return None
+    if _plain(value):
+        return JSON_METADATA + json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode_metadata(data: bytes | bytearray | memoryview, *, allow_pickle: bool, what: str) -> Any:
+    """User metadata from :func:`encode_metadata`'s bytes (JSON), or pickled (as :func:`unpickle`,
+    also for stores written before JSON metadata)."""
+    raw = bytes(data)
+    if raw.startswith(JSON_METADATA):
+        return json.loads(raw[len(JSON_METADATA):])
+    return unpickle(raw, allow_pickle=allow_pickle, what=what)
+
 
 DATA_KINDS = frozenset(
     {"write", "append", "update", "metadata", "delete_range", "compact", "finalize", "pickle"}
@@ -132,11 +170,11 @@ class VersionRecord:
         return seq_of_vid(self.vmap, vid)
 
     def user_metadata(self, allow_pickle: bool = True) -> Any:
-        """The user metadata (see :func:`unpickle` for ``allow_pickle``)."""
+        """The user metadata (see :func:`decode_metadata`; :func:`unpickle` for ``allow_pickle``)."""
         if self.metadata is None:
             return None
-        return unpickle(self.metadata, allow_pickle=allow_pickle,
-                        what=f"the metadata of symbol {self.symbol!r} version {self.vid}")
+        return decode_metadata(self.metadata, allow_pickle=allow_pickle,
+                               what=f"the metadata of symbol {self.symbol!r} version {self.vid}")
 
     def with_(self, **kw: Any) -> VersionRecord:
         return replace(self, **kw)

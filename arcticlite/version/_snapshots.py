@@ -6,7 +6,6 @@ data when they are deleted or pruned (clean-up and ``gc`` treat them as reachabl
 
 from __future__ import annotations
 
-import pickle
 import uuid
 from typing import Any
 
@@ -14,7 +13,7 @@ from arcticlite._envelope import KIND_SNAPSHOT, naming_key, seal, unseal
 from arcticlite.exceptions import NoDataFoundException
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys, unescape
-from arcticlite.version._records import unpickle
+from arcticlite.version._records import decode_metadata, encode_metadata
 
 
 class Snapshots:
@@ -51,14 +50,14 @@ class Snapshots:
         blob = snap["metadata_bytes"]
         if blob is None:
             return None
-        return unpickle(blob, allow_pickle=allow_pickle, what=f"the metadata of snapshot {snap['name']!r}")
+        return decode_metadata(blob, allow_pickle=allow_pickle, what=f"the metadata of snapshot {snap['name']!r}")
 
     def create(self, name: str, chosen: dict[str, int], metadata: Any = None) -> bool:
         """Write the snapshot ``name`` holding ``chosen``; False if the name is taken."""
         body = seal(
             KIND_SNAPSHOT,
             {"name": name, "symbols": chosen, "has_meta": metadata is not None, "token": uuid.uuid4().hex},
-            pickle.dumps(metadata) if metadata is not None else b"",
+            encode_metadata(metadata) or b"",
         )
         return self.store.create_unique(self.keys.snapshot(name), body)
 
