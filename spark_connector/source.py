@@ -52,6 +52,18 @@ _libs: dict[tuple[int, str, str], Any] = {}
 _libs_lock = threading.Lock()
 
 
+def _task_cpus() -> int:
+    """Cores Spark gives the running task (``spark.task.cpus``, default 1): the scan task
+    decodes with that many threads, since Spark runs one task per core side by side."""
+    try:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        return max(1, int(ctx.cpus())) if ctx is not None else 1
+    except Exception:  # noqa: BLE001 - an older PySpark without cpus(): one core, as by default
+        return 1
+
+
 def open_library(uri: str, library: str) -> Any:
     """``Arctic(uri).get_library(library)``, once per process (executors reuse it)."""
     key = (os.getpid(), uri, library)
@@ -334,7 +346,7 @@ class ArcticLiteReader(DataSourceReader):
             path = os.path.join(self.opts.metrics_dir, f"{uuid.uuid4().hex}.json")
             with open(path, "w") as fh:
                 json.dump(record, fh)
-        for batch in task.execute():
+        for batch in task.execute(threads=_task_cpus()):
             if batch.num_rows == 0:
                 continue
             names = batch.schema.names

@@ -39,7 +39,8 @@ class Pools:
     def __post_init__(self) -> None:
         if self._work is None:
             object.__setattr__(self, "_work", ThreadPoolExecutor(
-                max_workers=max(4, self.threads * 2), thread_name_prefix="arcticlite-seg"))
+                max_workers=1 if self.threads <= 1 else max(4, self.threads * 2),
+                thread_name_prefix="arcticlite-seg"))
         if self._io is None:
             object.__setattr__(self, "_io", ThreadPoolExecutor(max_workers=4, thread_name_prefix="arcticlite-io"))
         if self._batch is None:
@@ -63,6 +64,21 @@ class Pools:
 
 _shared: Pools | None = None
 _lock = threading.Lock()
+
+
+_single: Pools | None = None
+
+
+def single() -> Pools:
+    """Pools for work that may use one core (a Spark task: ``spark.task.cpus`` = 1): reads
+    decode in the calling thread, writes encode one segment at a time; storage requests still
+    overlap. Created on first use."""
+    global _single
+    if _single is None:
+        with _lock:
+            if _single is None:
+                _single = Pools(threads=1, decode_threads=1)
+    return _single
 
 
 def shared() -> Pools:

@@ -27,6 +27,7 @@ from arcticlite import normalize as norm
 from arcticlite.exceptions import UserInputException
 from arcticlite.storage import KVStore, open_store
 from arcticlite.table._deltas import Scope, part_scopes
+from arcticlite.table._pools import single
 from arcticlite.table._read import ReadPlan, read_arrow
 from arcticlite.version import LibraryKeys
 
@@ -91,21 +92,28 @@ class ScanTask:
         """Segments this task fetches (one per row group and column slice)."""
         return len(self.plan.leaves)
 
-    def execute(self, store: KVStore | None = None) -> Iterator[pa.RecordBatch]:
+    def execute(self, store: KVStore | None = None, *, threads: int | None = None) -> Iterator[pa.RecordBatch]:
         """Fetch, decode and yield this task's rows as record batches.
 
         Parameters
         ----------
         store : KVStore, optional
             The store to read from; by default one opened from :attr:`uri` (once per process).
+        threads : int, optional
+            Cores the task may use. 1 decodes in the calling thread (a worker that runs one
+            task per core, as a Spark executor does, gets its parallelism from running tasks
+            side by side, not from threads inside each). None: the process's thread pools.
         """
-        table = self.to_table(store)
+        table = self.to_table(store, threads=threads)
         yield from table.to_batches()
 
-    def to_table(self, store: KVStore | None = None) -> pa.Table:
-        """This task's rows as one Arrow table."""
+    def to_table(self, store: KVStore | None = None, *, threads: int | None = None) -> pa.Table:
+        """This task's rows as one Arrow table (``threads``: as for :meth:`execute`)."""
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise UserInputException(f"threads={threads!r} must be a positive int or None")
         st = store if store is not None else store_for(self.uri, self.read_only)
-        table, meta = read_arrow(st, LibraryKeys(self.library), self.plan)
+        pools = single() if threads == 1 else None
+        table, meta = read_arrow(st, LibraryKeys(self.library), self.plan, pools=pools)
         return _output(table, meta)
 
 

@@ -622,9 +622,10 @@ def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynam
         def run_group(group: Sequence[_Job]) -> list[pa.Table]:
             return [one(j) for j in group]
 
-    if len(jobs) == 1 or small:
+    if len(jobs) == 1 or small or pools.threads <= 1:
         # small segments cost Python per-file overhead, not numpy work: threads would only
-        # contend for the GIL (2,000 ten-row segments: 0.58 s inline vs 0.75-1.0 s pooled)
+        # contend for the GIL (2,000 ten-row segments: 0.58 s inline vs 0.75-1.0 s pooled);
+        # and one-core pools decode in the calling thread
         return run_group(jobs)
     futures = [pools.work.submit(run_group, [j]) for j in jobs]
     wait(futures)  # no decode outlives the read, even when one fails (a corrupt segment)

@@ -129,3 +129,27 @@ def test_multiprocessing_reader(tmp_path: Any) -> None:
     lib.write("big", df)
     got = parallel_read(uri, "m", "big")
     pd.testing.assert_frame_equal(_as_frame(got), df, check_freq=False)
+
+
+def test_a_one_core_task_decodes_in_its_own_thread(tmp_path: Any) -> None:
+    """``threads=1`` (what the Spark reader passes for ``spark.task.cpus`` = 1): the task's
+    segments are decoded in the calling thread, so a worker running one task per core does
+    not oversubscribe its cores; the rows are the same."""
+    import threading
+
+    lib = adb.Arctic(f"lmdb://{tmp_path}/db").create_library("big")
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame(rng.random((300_000, 4)), columns=list("abcd"),
+                      index=pd.date_range("2024-01-01", periods=300_000, freq="s"))
+    lib.write("s", df)  # three segments of 100,000 rows: large enough to decode in the pool
+    (task,) = lib.scan("s").tasks(target_bytes=1 << 30)
+    assert task.segments == 3
+    before = set(threading.enumerate())
+    one = task.to_table(threads=1)
+    started = [t.name for t in set(threading.enumerate()) - before if t.name.startswith("arcticlite-seg")]
+    assert started == []
+    assert one.equals(task.to_table())
+    assert pa.Table.from_batches(list(task.execute(threads=1))).equals(one)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(UserInputException, match="threads"):
+            task.to_table(threads=bad)
