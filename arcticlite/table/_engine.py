@@ -163,7 +163,7 @@ class TableEngine:
             segments_fetched=fst.segments, pages_considered=fst.pages, pages_skipped=fst.pages_skipped,
             rows_skipped=fst.rows_skipped, bytes_fetched=fst.bytes_fetched, metadata_bytes=pst.metadata_bytes,
             rows_returned=table.num_rows, rows_filtered_first=fst.rows_considered_late,
-            rows_materialised=fst.rows_taken_late,
+            rows_materialised=fst.rows_taken_late, segments_ranged=fst.segments_ranged,
         )
 
     def read_arrow(self, plan: ReadPlan, stats: FetchStats | None = None) -> tuple[pa.Table, norm.NormMeta]:

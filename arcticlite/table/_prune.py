@@ -237,6 +237,9 @@ class ReadExplain:
         Bytes of segment tails and Bloom filters read by ranged requests to decide (S3).
     rows_returned : int
         Rows of the result.
+    segments_ranged : int
+        Segments of those fetched that were read by ranged requests of their metadata and the
+        pages needed (S3, when page skipping leaves at most half their rows), not whole.
     rows_filtered_first, rows_materialised : int
         Late materialisation: rows whose filter columns were decoded and judged first, and
         the rows of them that may pass, the only ones of the other columns decoded.
@@ -259,6 +262,7 @@ class ReadExplain:
     rows_returned: int
     rows_filtered_first: int = 0
     rows_materialised: int = 0
+    segments_ranged: int = 0
 
     @property
     def segments_pruned_by_index_range(self) -> int:
@@ -281,6 +285,7 @@ class ReadExplain:
             f"({self.rows_skipped} rows not decoded)",
             f"  late materialisation: {self.rows_filtered_first} rows filtered first, "
             f"{self.rows_materialised} rows of the other columns decoded",
-            f"  bytes: {self.bytes_fetched} fetched, {self.metadata_bytes} of metadata read to prune",
+            f"  bytes: {self.bytes_fetched} fetched ({self.segments_ranged} segments by ranged reads), "
+            f"{self.metadata_bytes} of metadata read to prune",
             f"  rows returned: {self.rows_returned}",
         ])

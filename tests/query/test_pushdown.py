@@ -142,6 +142,48 @@ def test_s3_reads_only_tails_and_filters_of_pruned_segments(s3_uri: str, whole_f
     assert 0 < ex.metadata_bytes < total / 4  # pruned segments: ranged reads of tails and filters
 
 
+@pytest.mark.s3
+def test_s3_fetches_only_the_byte_ranges_of_pages_a_read_needs(s3_uri: str, whole_fetches: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_segments, "PAGE_SIZE", 16 << 10)  # 2,048 int64 values a page
+    lib = make_lib(s3_uri, rows_per_segment=100_000, bloom_min_distinct=None)
+    df = frame(200_000)
+    lib.write("s", df)
+    store = lib._store
+    fetched = whole_fetches(store)
+    ranged: list[int] = []
+    read_range = store.read_range
+
+    def counting(key: str, offset: int, length: int) -> bytes:
+        out = read_range(key, offset, length)
+        ranged.append(len(out))
+        return out
+
+    monkeypatch.setattr(store, "read_range", counting)
+    leaves = lib._table.index("s").leaves(lib._resolve("s", None).index)
+    segment = int(leaves["nbytes"][1])
+    q = QueryBuilder()
+    q = q[(q["id"] >= 150_000) & (q["id"] < 150_500)]  # 500 rows of the second segment
+    check(lib, "s", q, df[(df.id >= 150_000) & (df.id < 150_500)])
+    assert fetched == []  # no segment downloaded whole
+    ex = q.explain(lib, "s")
+    # the planner's tails of both segments, then the kept one's metadata and the pages of 500 rows
+    assert 0 < sum(ranged) / 2 - ex.metadata_bytes < segment / 8
+    assert ex.segments_ranged == 1 and ex.pages_skipped > 0 and ex.bytes_fetched < segment / 8
+    # a filter passing most rows: the segment is worth one whole GET
+    q = QueryBuilder()
+    q = q[q["id"] >= 102_000]
+    check(lib, "s", q, df[df.id >= 102_000])
+    assert len(fetched) == 1 and q.explain(lib, "s").segments_ranged == 0
+    # with ranged reads off the same read downloads the whole segment, and agrees
+    monkeypatch.setattr(_segments, "RANGED_MIN_BYTES", 1 << 40)
+    fetched.clear()
+    q = QueryBuilder()
+    q = q[(q["id"] >= 150_000) & (q["id"] < 150_500)]
+    check(lib, "s", q, df[(df.id >= 150_000) & (df.id < 150_500)])
+    assert len(fetched) == 1
+
+
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Engine segments of 2 KiB pages (256 int64 values), so segments hold several pages."""
