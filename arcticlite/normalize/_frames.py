@@ -296,7 +296,7 @@ def _column_to_arrow(col: pd.Series, label: Any, dictionary_strings: bool) -> tu
 def _columns_dtype(columns: pd.Index) -> str:
     """dtype of ``DataFrame.columns`` as a string ``pandas_dtype`` parses back (tz included)."""
     dtype = columns.dtype
-    if isinstance(dtype, np.dtype | pd.DatetimeTZDtype):
+    if isinstance(dtype, np.dtype | pd.DatetimeTZDtype | pd.StringDtype):  # pandas 3 labels are "str"
         return str(dtype)
     return "object"
 
