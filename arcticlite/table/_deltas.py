@@ -110,6 +110,41 @@ def part_scopes(gstart: np.ndarray, gend: np.ndarray, gmin: np.ndarray, cuts: li
     return out
 
 
+def owners(deltas: pa.Table, gstart: np.ndarray, gmin: np.ndarray, *,
+           is_dt: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The base row group each final change of ``deltas`` (rows in commit order, with the
+    index and hidden columns) belongs to, for row groups starting at rows ``gstart`` with
+    smallest index values ``gmin``: an update or delete of a base row, the group holding it;
+    a live insert of a timeseries, the group whose ``[gmin[g], gmin[g + 1])`` holds its index
+    value (the first open below, the last above). Returns (owner per final change, -1 for an
+    insert after the last row or a deleted insert; its operation; whether it changes a base
+    row; whether it is a live insert)."""
+    uniq, last, ops = resolve(np.asarray(deltas.column(KEY).to_numpy(), dtype=np.int64),
+                              np.asarray(deltas.column(OP).to_numpy(), dtype=np.int8))
+    on_base = (uniq >> SHIFT) == 0
+    owner = np.full(len(uniq), -1, dtype=np.int64)
+    owner[on_base] = np.searchsorted(gstart, uniq[on_base] & POS_MASK, "right") - 1
+    ins = ~on_base & (ops != DELETE)
+    if is_dt and len(gstart):
+        idx = _index_ns(deltas)[last[ins]]
+        owner[ins] = np.clip(np.searchsorted(gmin, idx, "right") - 1, 0, len(gstart) - 1)
+    return owner, ops, on_base, ins
+
+
+def row_counts(deltas: pa.Table, gstart: np.ndarray, gend: np.ndarray, gmin: np.ndarray, *,
+               is_dt: bool) -> tuple[np.ndarray, int]:
+    """Rows each base row group gives a read once ``deltas`` are applied (its rows, less
+    deletes, plus the inserts it owns), and the rows inserted after the last one."""
+    g = len(gstart)
+    owner, ops, on_base, ins = owners(deltas, gstart, gmin, is_dt=is_dt)
+    dels = on_base & (ops == DELETE)
+    counts = (gend - gstart).astype(np.int64)
+    if g:
+        counts -= np.bincount(owner[dels], minlength=g)[:g]
+        counts += np.bincount(owner[ins & (owner >= 0)], minlength=g)[:g]
+    return counts, int((ins & (owner < 0)).sum())
+
+
 def take_rows(target: pa.ChunkedArray, source: pa.ChunkedArray, indices: np.ndarray) -> pa.ChunkedArray:
     """Rows ``indices`` of ``target`` followed by ``source`` (indices past ``len(target)``
     pick source rows): one contiguous array, one ``take`` (a take over many chunks is slow)."""

@@ -28,17 +28,12 @@ from arcticlite.exceptions import CommitConflictError
 from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, IndexRoot
 from arcticlite.storage import KVStore
 from arcticlite.table._deltas import (
-    DELETE,
     DELTAS,
-    KEY,
-    OP,
-    POS_MASK,
-    SHIFT,
     Scope,
     delta_info,
+    owners,
     read_applied,
     read_delta_rows,
-    resolve,
     split_flagged,
 )
 from arcticlite.table._ops import SLICES, Operation, TableEngine, concat_pieces
@@ -171,17 +166,8 @@ def plan_fold(engine: TableEngine, sym: str, rec: VersionRecord, *, uri: str = "
     is_dt = meta.index_kind == "datetime"
     # which base row group each final change belongs to (one int64 column and the index read)
     d = read_delta_rows(engine.store, engine.keys, sym, delta_lv, schema, n_index, [], pools=engine.pools)
-    uniq, last, ops = resolve(d.column(KEY).to_numpy(), d.column(OP).to_numpy())
-    on_base = (uniq >> SHIFT) == 0
-    owner = np.full(len(uniq), -1, dtype=np.int64)
-    owner[on_base] = np.searchsorted(gstart, uniq[on_base] & POS_MASK, "right") - 1
-    ins = ~on_base & (ops != DELETE)
-    tail = 0
-    if is_dt and ngroups:
-        idx = d.column(0).cast(pa.int64()).to_numpy()[last[ins]]
-        owner[ins] = np.clip(np.searchsorted(gmin, idx, "right") - 1, 0, ngroups - 1)
-    else:
-        tail = int(ins.sum())
+    owner, _, _, ins = owners(d, gstart, gmin, is_dt=is_dt)
+    tail = int((ins & (owner < 0)).sum())
     counts = np.bincount(owner[owner >= 0], minlength=ngroups) if ngroups else np.zeros(0, np.int64)
     touched = counts > 0
     nbytes = np.zeros(ngroups, dtype=np.int64)

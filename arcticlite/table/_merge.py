@@ -156,8 +156,7 @@ def match_table(target: pa.Table, source: pa.Table, keys: list[str], match_na: b
     if is_dt:
         tidx = target.column(keys[0]).cast(pa.int64()).to_numpy()
         sidx = source.column(keys[0]).cast(pa.int64()).to_numpy()
-        found = np.searchsorted(sidx, tidx, "right") > np.searchsorted(sidx, tidx, "left")
-        cand = np.flatnonzero(found)
+        cand = rows_with_values(tidx, sidx)
         if len(cand) == nt:
             cand = None
     sub = target if cand is None else target.select(keys).take(pa.array(cand, pa.int64()))
@@ -484,8 +483,7 @@ class Merge(Operation):
             t = read_segments(e.store, e.keys, sym, lv, bschema, n_index, key_data, (r0, r1), pools=e.pools)
             pos = np.arange(r0, r1, dtype=np.int64)
             if sidx is not None:  # only the rows whose index value the source holds
-                tidx = t.column(0).cast(pa.int64()).to_numpy()
-                found = np.flatnonzero(np.searchsorted(sidx, tidx, "right") > np.searchsorted(sidx, tidx, "left"))
+                found = rows_with_values(t.column(0).cast(pa.int64()).to_numpy(), sidx)
                 t, pos = t.take(pa.array(found, pa.int64())), pos[found]
             parts.append(t.select(keys))
             ids.append(pos)
@@ -652,6 +650,19 @@ class Merge(Operation):
             rows["min_index"] = rows["start_row"]
             rows["max_index"] = rows["end_row"].astype(np.int64) - 1
         return rows, len(replaced)
+
+
+def rows_with_values(tidx: np.ndarray, sidx: np.ndarray) -> np.ndarray:
+    """The positions in sorted ``tidx`` of the values that sorted ``sidx`` holds: two
+    ``searchsorted`` of the (few) source values into the stored ones, then their runs."""
+    lo, hi = np.searchsorted(tidx, sidx, "left"), np.searchsorted(tidx, sidx, "right")
+    present = hi > lo
+    lo, first = np.unique(lo[present], return_index=True)  # equal source values: the same run
+    n = hi[present][first] - lo
+    if not len(n):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(lo - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+    return (starts + np.arange(int(n.sum()), dtype=np.int64)).astype(np.int64)
 
 
 def by_time(meta: norm.NormMeta) -> bool:

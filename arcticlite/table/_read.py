@@ -33,7 +33,14 @@ from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, TableIndexIO
 from arcticlite.query import QueryBuilder, QueryPlan, plan_query, run_query
 from arcticlite.storage import KVStore
 from arcticlite.table import _direct as direct
-from arcticlite.table._deltas import Scope, has_deltas, read_applied, split_flagged
+from arcticlite.table._deltas import (
+    Scope,
+    has_deltas,
+    read_applied,
+    read_delta_rows,
+    row_counts,
+    split_flagged,
+)
 from arcticlite.table._pools import Pools
 from arcticlite.table._prune import Intervals, PruneStats, prune
 from arcticlite.table._segments import FetchStats, read_segments, wanted_positions, with_columns
@@ -147,6 +154,8 @@ class ReadPlan:
         ``row_range`` counts rows of the result); None for a version without deltas.
     scope : Scope or None
         Which changes of ``deltas`` this read applies (a scan task's share); None: all.
+    delta_offset : int
+        With deltas and a row range: the row of the result the first row group read gives.
     """
 
     symbol: str
@@ -166,6 +175,7 @@ class ReadPlan:
     candidates: dict[int, Intervals] | None = None
     deltas: np.ndarray | None = None
     scope: Scope | None = None
+    delta_offset: int = 0
 
     @property
     def n_index(self) -> int:
@@ -222,11 +232,15 @@ def plan_read(
                            sorted_index=rec.sorted in ("ASCENDING", "UNKNOWN"), columns=columns)
         rr, ir = query.row_range, query.index_range
     deltas = None
+    scope, offset = None, 0
     if has_deltas(rec):
         # rows of the result are not rows of the base: select by index range only (a merge
         # never moves a row to another index value), apply the deltas, then slice
         leaves, deltas = split_flagged(index.leaves(root, index_range=ir if rr is None else None))
         prune_by_statistics = False
+        if rr is not None:  # only the row groups that give the rows asked for
+            leaves, scope, offset = _rows_of(store, keys, rec, leaves, deltas, schema, n_index, rr,
+                                             is_dt=meta.index_kind == "datetime", pools=pools)
     elif rr is not None and rr[0] >= rr[1]:
         leaves = np.zeros(0, dtype=ROW_DTYPE)
     else:
@@ -257,7 +271,37 @@ def plan_read(
         columns=stored, positions=tuple(pos), row_range=rr, index_range=ir,
         leaves=leaves, query=query, dynamic=dynamic, sorted=rec.sorted or "UNKNOWN",
         total_rows=total, segments_considered=considered, candidates=candidates or None, deltas=deltas,
+        scope=scope, delta_offset=offset,
     )
+
+
+def _rows_of(store: KVStore, keys: LibraryKeys, rec: VersionRecord, leaves: np.ndarray, deltas: np.ndarray,
+             schema: pa.Schema, n_index: int, rr: tuple[int, int], *, is_dt: bool,
+             pools: Pools | None) -> tuple[np.ndarray, Scope, int]:
+    """The base leaves, the share of the deltas and the first row (of the result) of the row
+    groups that give the rows ``rr`` of a version with deltas: each group's row count once the
+    deltas are applied comes from their key, operation and index columns alone."""
+    d = read_delta_rows(store, keys, rec.symbol, deltas, schema, n_index, [], pools=pools)
+    if len(leaves):
+        gstart, first = np.unique(leaves["start_row"], return_index=True)
+        gend, gmin = leaves["end_row"][first].astype(np.int64), leaves["min_index"][first].astype(np.int64)
+    else:
+        gstart = gend = gmin = np.zeros(0, dtype=np.int64)
+    counts, tail = row_counts(d, gstart.astype(np.int64), gend, gmin, is_dt=is_dt)
+    ng = len(gstart)
+    starts = np.concatenate([[0], np.cumsum(np.append(counts, tail))])  # the tail: a group after the last
+    g0 = min(int(np.searchsorted(starts, rr[0], "right")) - 1, ng)
+    g1 = max(g0 + 1, int(np.searchsorted(starts, rr[1], "left")))
+    g0, g1 = max(g0, 0), min(g1, ng + 1)
+    end_base = int(gend[-1]) if ng else 0
+    lo_row = int(gstart[g0]) if g0 < ng else end_base
+    hi_row = int(gend[min(g1, ng) - 1]) if min(g1, ng) > g0 else lo_row
+    scope = Scope(lo_row, hi_row,
+                  None if g0 == 0 or not is_dt or g0 >= ng else int(gmin[g0]),
+                  None if g1 >= ng or not is_dt else int(gmin[g1]),
+                  inserts=is_dt or g1 > ng)
+    chosen = leaves[(leaves["start_row"] >= lo_row) & (leaves["start_row"] < hi_row)] if len(leaves) else leaves
+    return chosen, scope, int(starts[g0])
 
 
 def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
@@ -270,7 +314,7 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
                              list(plan.columns), plan.positions, is_dt=plan.meta.index_kind == "datetime",
                              scope=plan.scope, pools=pools, stats=stats)
         if plan.row_range is not None:
-            table = table.slice(plan.row_range[0], max(0, plan.row_range[1] - plan.row_range[0]))
+            table = table.slice(plan.row_range[0] - plan.delta_offset, max(0, plan.row_range[1] - plan.row_range[0]))
     else:
         table = read_segments(store, keys, plan.symbol, plan.leaves, plan.schema, plan.n_index,
                               list(plan.columns), plan.row_range, dynamic=plan.dynamic,

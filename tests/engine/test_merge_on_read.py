@@ -148,6 +148,10 @@ def test_a_merge_writes_deltas_and_rewrites_no_base_segment(ac: Arctic) -> None:
     expect.iloc[[15, 16, 55], 0] += 1000
     pd.testing.assert_frame_equal(mor.read("s").data, expect, check_freq=False)
     pd.testing.assert_frame_equal(mor.read("s", as_of=0).data, df, check_freq=False)
+    # a row range reads only the row groups that give its rows (their counts come from the deltas)
+    assert mor.scan("s", row_range=(0, 5)).segments == 1 and mor.scan("s", row_range=(52, 57)).segments == 1
+    assert mor.scan("s").segments == 10
+    pd.testing.assert_frame_equal(mor.read("s", row_range=(52, 57)).data, expect.iloc[52:57], check_freq=False)
 
 
 def test_append_and_update_after_merges_fold_the_deltas_first(ac: Arctic) -> None:
