@@ -216,7 +216,39 @@ class Arctic:
     def create_library(self, name: str, library_options: LibraryOptions | None = None,
                        enterprise_library_options: EnterpriseLibraryOptions | None = None,
                        output_format: Any = None, arrow_string_format_default: Any = None) -> Library:
-        """Create a library; ``ValueError`` if it exists."""
+        """Create a library.
+
+        Parameters
+        ----------
+        name : str
+            The library's name (any non-empty string).
+        library_options : LibraryOptions, optional
+            Its options (``rows_per_segment``, ``columns_per_segment``, ``dynamic_schema``, …),
+            fixed from now on.
+        enterprise_library_options : EnterpriseLibraryOptions, optional
+            Accepted for ArcticDB compatibility.
+        output_format, arrow_string_format_default : optional
+            The library's default output of reads (as :meth:`Library.read`'s arguments).
+
+        Returns
+        -------
+        Library
+
+        Raises
+        ------
+        ValueError
+            A library of that name exists.
+        PermissionException
+            The store was opened read-only.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> lib = ac.create_library("prices", adb.LibraryOptions(dynamic_schema=True))
+        >>> lib.options().dynamic_schema, ac.list_libraries()
+        (True, ['prices'])
+        """
         name = _check_library_name(name)
         self._refuse_write("create_library")
         options = dataclasses.replace(library_options) if library_options is not None else LibraryOptions()
@@ -236,8 +268,43 @@ class Arctic:
                     allow_pickle: bool | None = None) -> Library:
         """Open a library (creating it when ``create_if_missing``).
 
-        ``read_only=True`` / ``allow_pickle=False`` apply the controls of :class:`Arctic` to
-        this library only (a library can be stricter than its connection, never looser).
+        Parameters
+        ----------
+        name : str
+            The library's name.
+        create_if_missing : bool
+            Create it (with ``library_options``) when it does not exist.
+        library_options : LibraryOptions, optional
+            Options of a library this call creates; given for an existing library, they must
+            equal its options.
+        output_format, arrow_string_format_default : optional
+            Default output of reads, as for :meth:`create_library`.
+        read_only : bool, optional
+            Refuse every change through this library (``PermissionException``).
+        allow_pickle : bool, optional
+            False: stored pickles load only when they are plain values.
+
+        Returns
+        -------
+        Library
+
+        Raises
+        ------
+        LibraryNotFound
+            No such library and ``create_if_missing`` is False.
+        ArcticInvalidApiUsageException
+            ``library_options`` without ``create_if_missing``.
+        MismatchingLibraryOptions
+            The library exists with other options.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> ac.get_library("prices", create_if_missing=True).name
+        'prices'
+        >>> ac["prices"].read_only
+        False
         """
         name = _check_library_name(name)
         if library_options is not None and not create_if_missing:
@@ -271,14 +338,69 @@ class Arctic:
         return self.has_library(name)
 
     def has_library(self, name: str) -> bool:
+        """Whether the library ``name`` exists.
+
+        Parameters
+        ----------
+        name : str
+            The library's name.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> _ = ac.create_library("prices")
+        >>> ac.has_library("prices"), "nope" in ac
+        (True, False)
+        """
         return self._store.exists(registry_key(name))
 
     def list_libraries(self) -> list[str]:
-        """Names of the libraries, sorted."""
+        """Names of the libraries, sorted.
+
+        Returns
+        -------
+        list of str
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> _ = ac.create_library("b"); _ = ac.create_library("a")
+        >>> ac.list_libraries()
+        ['a', 'b']
+        """
         return sorted(unescape(k[len(REGISTRY_PREFIX):]) for k in self._store.list_keys(REGISTRY_PREFIX))
 
     def delete_library(self, name: str) -> None:
-        """Delete a library and all its data (a no-op if it does not exist)."""
+        """Delete a library and all its data (a no-op if it does not exist).
+
+        Parameters
+        ----------
+        name : str
+            The library's name.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        PermissionException
+            The store was opened read-only.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> _ = ac.create_library("tmp")
+        >>> ac.delete_library("tmp"); ac.has_library("tmp")
+        False
+        """
         self._refuse_write("delete_library")
         if not self.has_library(name):
             return
