@@ -64,6 +64,17 @@ def _task_cpus() -> int:
         return 1
 
 
+def one_thread_per_core() -> None:
+    """In an executor's Python worker (a process that only runs Spark tasks): size
+    arcticlite's encode / decode threads to the cores Spark gives a task, unless the user set
+    ``VersionStore.NumCPUThreads``. Spark runs one task per core side by side; more threads
+    in each would only compete for the same cores."""
+    from arcticlite import config
+
+    if config.get_config_int("VersionStore.NumCPUThreads") is None:
+        config.set_config_int("VersionStore.NumCPUThreads", _task_cpus())
+
+
 def open_library(uri: str, library: str) -> Any:
     """``Arctic(uri).get_library(library)``, once per process (executors reuse it)."""
     key = (os.getpid(), uri, library)
@@ -450,6 +461,7 @@ class ArcticLiteWriter(DataSourceArrowWriter):
             for _ in iterator:
                 pass
             return msg
+        one_thread_per_core()
         lib = open_library(self.opts.uri, self.opts.library)
         pending: list[pa.RecordBatch] = []
         n = 0

@@ -83,7 +83,8 @@ class TableEngine:
     keys : LibraryKeys
     options : TableOptions
     pools : Pools, optional
-        Thread pools of the data path (default: the process-wide ones).
+        Thread pools of the data path (default: the process-wide ones, as sized by the
+        ``VersionStore.NumCPUThreads`` setting when each operation starts).
     """
 
     def __init__(self, store: KVStore, keys: LibraryKeys, options: TableOptions,
@@ -91,15 +92,20 @@ class TableEngine:
         self.store = store
         self.keys = keys
         self.options = options
-        self.pools = pools or shared()
+        self._pools = pools
         self.versions = VersionEngine(store, keys)
+
+    @property
+    def pools(self) -> Pools:
+        """The engine's own pools, else the process-wide ones."""
+        return self._pools if self._pools is not None else shared()
 
     def with_options(self, **changes: Any) -> TableEngine:
         """This engine with some options replaced (a per-call override, e.g. one write's
         Bloom-filter threshold): same store, keys and pools."""
         if not changes:
             return self
-        return TableEngine(self.store, self.keys, replace(self.options, **changes), self.pools)
+        return TableEngine(self.store, self.keys, replace(self.options, **changes), self._pools)
 
     # -- index ----------------------------------------------------------------------------------
     def index(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO:

@@ -59,8 +59,10 @@ class TableEngine(Protocol):
     store: KVStore
     keys: LibraryKeys
     options: Any
-    pools: Pools
     versions: VersionEngine
+
+    @property
+    def pools(self) -> Pools: ...
 
     def index(self, sym: str, sink: dict[str, bytes] | None = None) -> TableIndexIO: ...
 

@@ -13,6 +13,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from arcticlite import config
+
 #: Threads the data path plans for (at least 2: encode and write overlap even on one core).
 THREADS = max(2, os.cpu_count() or 2)
 
@@ -63,7 +65,7 @@ class Pools:
 
 
 _shared: Pools | None = None
-_lock = threading.Lock()
+_lock = threading.RLock()  # shared() may call single() while holding it
 
 
 _single: Pools | None = None
@@ -81,11 +83,20 @@ def single() -> Pools:
     return _single
 
 
+def configured_threads() -> int:
+    """Cores the data path plans for: the ``VersionStore.NumCPUThreads`` setting
+    (:mod:`arcticlite.config`) when set, else :data:`THREADS`."""
+    n = config.get_config_int("VersionStore.NumCPUThreads")
+    return n if n is not None and n > 0 else THREADS
+
+
 def shared() -> Pools:
-    """The process-wide pools, created on first use."""
+    """The process-wide pools, created on first use (and again when the
+    ``VersionStore.NumCPUThreads`` setting changes; 1 thread: see :func:`single`)."""
     global _shared
-    if _shared is None:
+    n = configured_threads()
+    if _shared is None or _shared.threads != n:
         with _lock:
-            if _shared is None:
-                _shared = Pools()
+            if _shared is None or _shared.threads != n:
+                _shared = single() if n == 1 else Pools(threads=n)
     return _shared

@@ -153,3 +153,25 @@ def test_a_one_core_task_decodes_in_its_own_thread(tmp_path: Any) -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(UserInputException, match="threads"):
             task.to_table(threads=bad)
+
+
+def test_num_cpu_threads_sizes_the_engine_threads(tmp_path: Any) -> None:
+    """``VersionStore.NumCPUThreads`` (ArcticDB's setting, which the Spark connector sets in
+    its executors to the task's cores) sizes the threads that encode and decode segments,
+    also for libraries opened before it was set."""
+    import subprocess
+    import sys
+
+    code = f"""
+import threading, numpy as np, pandas as pd, arcticlite as adb
+from arcticlite import config
+lib = adb.Arctic("lmdb://{tmp_path}/db").create_library("t")
+config.set_config_int("VersionStore.NumCPUThreads", 1)
+df = pd.DataFrame(np.random.default_rng(0).random((400_000, 4)), columns=list("abcd"),
+                  index=pd.date_range("2024-01-01", periods=400_000, freq="s"))
+lib.write("s", df)
+assert lib.read("s").data.equals(df)
+print(sum(t.name.startswith("arcticlite-seg") for t in threading.enumerate()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert int(out.stdout.split()[-1]) <= 1
