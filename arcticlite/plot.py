@@ -3,8 +3,9 @@
 * :func:`plot_layout`: how a symbol is stored, version by version: each segment a box over
   the rows it holds (x) and its column slice (y), its colour its stored bytes per row; boxes a
   version shares with the previous one drawn pale, the ones it wrote in full colour, the open
-  tail of small appends hatched. Fragmentation (many thin boxes), the open tail, and what each
-  version rewrote are visible at a glance. ``arcticlite inspect SYMBOL --plot out.png`` draws it.
+  tail of small appends hatched, the delta segments of merges not yet compacted crossed in red.
+  Fragmentation (many thin boxes), the open tail, pending deltas and what each version
+  rewrote are visible at a glance. ``arcticlite inspect SYMBOL --plot out.png`` draws it.
 * :func:`plot_bench`: the results of ``arcticlite bench`` as bars (median, min–max whiskers).
 
 Both write PNG, SVG or PDF, as the file name says, and return the matplotlib ``Figure``.
@@ -114,9 +115,11 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
             new = row.key not in older[v]
             color = cmap(norm(float(row.bytes) / max(int(row.seg_rows), 1)))
             width = max(float(row.end_row - row.start_row), least)
+            delta = bool(getattr(row, "delta", False))  # merge-on-read rows not yet folded in
             ax.add_patch(Rectangle((row.end_row - width, row.start_col), width,
                                    row.end_col - row.start_col, facecolor=color, alpha=1.0 if new else 0.3,
-                                   edgecolor="black", linewidth=0.6, hatch="///" if row.open_tail else None))
+                                   edgecolor="red" if delta else "black", linewidth=1.2 if delta else 0.6,
+                                   hatch="xx" if delta else "///" if row.open_tail else None))
         rows = int(f["end_row"].max()) if len(f) else 0
         span = ""
         if len(f) and f["min_index"].dtype.kind in "iu" and f["min_index"].min() > 10**17:  # nanoseconds: times
@@ -125,13 +128,15 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
             first, last = pd.Timestamp(int(f["min_index"].min())), pd.Timestamp(int(f["max_index"].max()))
             span = f"\nindex {first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M}"
         n_new = sum(k not in older[v] for k in f["key"])
-        ax.set_title(f"{symbol} v{v}: {rows:,} rows, {len(f)} segments ({n_new} new), "
-                     f"{int(f['bytes'].sum()):,} bytes{span}", fontsize=9, loc="left")
+        deltas = f[f["delta"]] if "delta" in f.columns else f.iloc[:0]
+        pending = f", {int(deltas['seg_rows'].sum()):,} delta rows pending" if len(deltas) else ""
+        ax.set_title(f"{symbol} v{v}: {rows - int(deltas['seg_rows'].sum()):,} rows, {len(f)} segments "
+                     f"({n_new} new){pending}, {int(f['bytes'].sum()):,} bytes{span}", fontsize=9, loc="left")
         ax.set_xlim(0, max(rows, 1))
         ax.set_ylim(0, max(ncols, 1))
         ax.set_ylabel("columns")
-    axes[-1, 0].set_xlabel("rows (pale: shared with the previous version; hatched: open tail; "
-                           "segments of a few rows drawn wider)")
+    axes[-1, 0].set_xlabel("rows (pale: shared with the previous version; hatched: open tail; red, crossed: "
+                           "merge deltas pending; segments of a few rows drawn wider)")
     fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[:, 0].tolist(), label="stored bytes per row",
                  shrink=0.8)
     _save(fig, path)

@@ -80,3 +80,19 @@ def test_without_matplotlib_the_error_says_how_to_install_it(uri: str, tmp_path:
     assert proc.returncode == 1
     assert "pip install 'arcticlite[plot]'" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_layout_counts_the_merge_deltas_pending(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("matplotlib")
+    from arcticlite.library import MergeAction, MergeStrategy
+    from arcticlite.plot import plot_layout
+
+    lib = adb.Arctic("mem://").create_library("p", adb.LibraryOptions(rows_per_segment=50))
+    idx = pd.date_range("2024-01-01", periods=200, freq="h")
+    lib.write("S", pd.DataFrame({"px": np.arange(200.0)}, index=idx))
+    lib.merge("S", pd.DataFrame({"px": [-1.0, -2.0]}, index=[idx[10], idx[120]]),
+              strategy=MergeStrategy(MergeAction.UPDATE, MergeAction.DO_NOTHING))
+    fig = plot_layout(lib, "S", tmp_path / "m.png", versions=1)
+    title = fig.axes[0].get_title(loc="left")
+    assert title.startswith("S v1: 200 rows") and "2 delta rows pending" in title
+    assert (tmp_path / "m.png").read_bytes()[:8] == PNG
