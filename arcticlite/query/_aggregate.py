@@ -82,8 +82,9 @@ def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple
     for i, (_, column, op) in enumerate(specs):
         cols[f"__v{i}"] = _prepare(ev.column(column), op, column, clause)
         aggs.append((f"__v{i}", op if op != "count" else "count"))
-    keep = pc.invert(pc.is_null(keys, nan_is_null=True))
-    t = pa.table(cols).filter(keep)
+    t = pa.table(cols)
+    if keys.null_count or pa.types.is_floating(keys.type):  # rows without a key (null / NaN) go
+        t = t.filter(pc.invert(pc.is_null(keys, nan_is_null=True)))
     grouped = t.group_by("__key", use_threads=False).aggregate(aggs)
     outputs = []
     for i, (name, _, op) in enumerate(specs):
