@@ -27,6 +27,10 @@ from arcticlite.version._records import VersionRecord, parse_ref
 
 State = dict[str, tuple[int, str]]
 
+#: Keys per page of a backend listing (LMDB's read transactions, S3's ListObjectsV2): a listing
+#: of fewer keys is one snapshot of the store.
+LISTING_PAGE = 1000
+
 
 def _merge(state: State, sym: str, seq: int, op: str) -> None:
     cur = state.get(sym)
@@ -125,6 +129,12 @@ class SymbolList:
                     compacted.append(k)
                 elif k.startswith(iprefix):
                     intents.append(k)
+            if len(journal) + len(compacted) + len(intents) >= LISTING_PAGE and attempt < 7:
+                # a listing of several pages is not one snapshot: a compaction between the pages
+                # may have merged and deleted journal keys of a later page after its compacted
+                # key sorted past us. It writes that key before deleting, so a new one shows.
+                if set(self.store.list_keys(cprefix)) - set(compacted):
+                    continue
             try:
                 return journal, compacted, intents, list(self.store.read_many(compacted)) if compacted else []
             except KeyNotFoundException:

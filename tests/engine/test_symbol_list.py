@@ -4,6 +4,7 @@ for one client, converges for many clients, and survives compaction and reloads.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from enginehelpers import frame
@@ -211,3 +212,44 @@ def test_compacted_lists_of_the_first_layout_are_still_read(lib: Library) -> Non
     lib._store.write(compacted, seal(KIND_SYMBOL_LIST, {"names": ["kept"]}, b"\x00" * 3))
     with pytest.raises(CorruptDataError):
         lib.list_symbols()
+
+
+def test_a_compaction_between_listing_pages_hides_no_symbol() -> None:
+    """Listing the symbol list takes several pages (one LMDB read transaction or one S3
+    ListObjectsV2 call each) once it holds 1,000 keys or more. A compaction that runs between
+    two pages writes its compacted key (sorting before the journal) and deletes the journal
+    keys of later pages: the listing must notice and list again, or the symbols of those
+    journal keys vanish from list_symbols."""
+    from collections.abc import Iterator
+
+    from arcticlite.storage import MemoryStore, WrappingStore
+
+    class PagedStore(WrappingStore):
+        """Lists in key order, in pages of 1,000 keys each read afresh after the last key of the
+        previous page (as LMDB and S3 do), running ``between`` once between the first two."""
+
+        between: Any = None
+
+        def list_keys(self, prefix: str = "") -> Iterator[str]:
+            last = ""
+            while True:
+                page = sorted(k for k in self.inner.list_keys(prefix) if k > last)[:1000]
+                yield from page
+                if len(page) < 1000:
+                    return
+                last = page[-1]
+                if self.between is not None:
+                    hook, self.between = self.between, None
+                    hook()
+
+    inner = MemoryStore()
+    store = PagedStore(inner)
+    ac = Arctic("mem://", store=store)
+    lib = ac.create_library("lib")
+    other = Arctic("mem://", store=inner)["lib"]
+    lib._symbol_list.threshold = other._symbol_list.threshold = 10**6  # no automatic compaction
+    names = [f"s{i:04d}" for i in range(1100)]
+    for name in names:
+        lib._symbol_list.record(name, 0, "a")  # the journal entries of 1,100 first writes
+    store.between = other.compact_symbol_list
+    assert lib.list_symbols() == names
