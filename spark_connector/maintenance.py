@@ -25,6 +25,11 @@ def compact(spark: Any, uri: str, library: str, symbol: str, rows_per_segment: i
     ``VersionedItem`` of the compacted version, or of the current one when there is nothing to
     do (no Spark job then). If a task fails, nothing is committed; the segments the other
     tasks wrote are unreachable and ``Library.gc()`` removes them.
+
+    A version holding merges as delta segments (merge on read) is compacted by folding them:
+    the tasks are then the ``FoldTask`` s of ``Library.compaction_plan`` (one per group of
+    row groups the deltas touch) and the commit gives up with ``CommitConflictError`` if the
+    symbol was written meanwhile (``rows_per_segment`` is the library's then).
     """
     lib = open_library(uri, library)
     job = lib.compact_data_tasks(symbol, rows_per_segment)
