@@ -56,6 +56,7 @@ MUTATIONS: dict[str, Callable[[Library], Any]] = {
     "compact_data": lambda lib: lib.compact_data("s"),
     "defragment_symbol_data": lambda lib: lib.defragment_symbol_data("s"),
     "compact_data_tasks": lambda lib: lib.compact_data_tasks("s"),
+    "compact_deltas": lambda lib: lib.compact_deltas("s"),
     "commit_compaction": lambda lib: lib.commit_compaction(None, []),  # type: ignore[arg-type]
     "gc": lambda lib: lib.gc(grace_period=0),
     "reload_symbol_list": lambda lib: lib.reload_symbol_list(),
@@ -95,6 +96,7 @@ READS: dict[str, Callable[[Library], Any]] = {
     "inspect_segments": lambda lib: lib.inspect_segments("s"),
     "inspect_versions": lambda lib: lib.inspect_versions("s"),
     "compact_data_explain_plan": lambda lib: lib.compact_data_explain_plan("s"),
+    "compaction_plan": lambda lib: lib.compaction_plan("s"),
     "is_symbol_fragmented": lambda lib: lib.is_symbol_fragmented("s"),
     "admin_tools": lambda lib: lib.admin_tools().get_sizes(),
     "scan": lambda lib: lib.scan("s").to_table(),
