@@ -100,6 +100,10 @@ class TableEngine:
         """The engine's own pools, else the process-wide ones."""
         return self._pools if self._pools is not None else shared()
 
+    @pools.setter
+    def pools(self, pools: Pools | None) -> None:
+        self._pools = pools
+
     def with_options(self, **changes: Any) -> TableEngine:
         """This engine with some options replaced (a per-call override, e.g. one write's
         Bloom-filter threshold): same store, keys and pools."""
