@@ -760,6 +760,7 @@ class Library:
             raise SchemaException(f"E_OPERATION_NOT_SUPPORTED_WITH_NUMPY_ARRAY {call} takes a DataFrame or Series "
                                   "with the stored columns, not a numpy array")
         table, meta = self._normalize(source)
+        table = norm.split_nan_rows(table)[0]  # merged rows take the column's kind of missing value
         by_time = meta.index_kind == "datetime" or (meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",))
         if by_time and table.num_rows:
             idx = table.column(0)

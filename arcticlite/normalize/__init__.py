@@ -24,6 +24,14 @@ from arcticlite.normalize._frames import (
     with_string_format,
 )
 from arcticlite.normalize._meta import FORMAT_VERSION, NormMeta
+from arcticlite.normalize._nanrows import (
+    is_nan_rows_name,
+    nan_rows_name,
+    segment_companions,
+    segment_kinds,
+    segment_nan_rows,
+    split_nan_rows,
+)
 from arcticlite.normalize._schema import common_meta, common_schema, sortedness, type_name
 from arcticlite.normalize._time import as_of_to_ns, to_ns_bound
 
@@ -42,8 +50,14 @@ __all__ = [
     "datetime_index",
     "denormalize",
     "index_from_table",
+    "is_nan_rows_name",
+    "nan_rows_name",
     "normalize",
+    "segment_companions",
+    "segment_kinds",
+    "segment_nan_rows",
     "sortedness",
+    "split_nan_rows",
     "to_ns_bound",
     "type_name",
     "value_schema",

@@ -41,6 +41,13 @@ from arcticlite.normalize._columns import (
     tz_object,
 )
 from arcticlite.normalize._meta import FORMAT_VERSION, NormMeta
+from arcticlite.normalize._nanrows import (
+    apply_nan_rows,
+    is_nan_rows_name,
+    nan_rows_mask,
+    nan_rows_name,
+    split_nan_rows,
+)
 from arcticlite.normalize._schema import common_meta, common_schema, sortedness
 
 __all__ = [
@@ -353,6 +360,7 @@ def _normalize_frame(df: pd.DataFrame, dictionary_strings: bool = False) -> tupl
     names = _data_stored_names(labels, index_cols)
     dense = _dense_numeric_columns(df)
     arrays, hints, carried = [], [], set()
+    nan_rows: dict[str, np.ndarray] = {}
     for pos, (label, col) in enumerate(df.items()):
         if pos in dense:
             arr, hint = pa.array(dense[pos]), ""
@@ -360,6 +368,10 @@ def _normalize_frame(df: pd.DataFrame, dictionary_strings: bool = False) -> tupl
             arr, hint, dictionary = _column_to_arrow(col, label, dictionary_strings)
             if dictionary:
                 carried.add(pos)
+            elif arr.null_count and col.dtype == object:
+                mask = nan_rows_mask(col.to_numpy(), arr)
+                if mask is not None:
+                    nan_rows[names[pos]] = mask
         arrays.append(arr)
         hints.append(hint)
     meta = NormMeta(
@@ -372,7 +384,15 @@ def _normalize_frame(df: pd.DataFrame, dictionary_strings: bool = False) -> tupl
         columns_dtype=_columns_dtype(df.columns),
         **ifields,
     )
-    return _table(index_arrays, index_cols, arrays, names, frozenset(carried)), meta
+    table = _table(index_arrays, index_cols, arrays, names, frozenset(carried))
+    return _with_nan_rows(table, nan_rows), meta
+
+
+def _with_nan_rows(table: pa.Table, nan_rows: dict[str, np.ndarray]) -> pa.Table:
+    """``table`` with the NaN-rows companions of its mixed string columns (:mod:`._nanrows`)."""
+    for stored, mask in nan_rows.items():
+        table = table.append_column(nan_rows_name(stored), pa.array(mask, pa.bool_()))
+    return table
 
 
 def _normalize_series(s: pd.Series, dictionary_strings: bool = False) -> tuple[pa.Table, NormMeta]:
@@ -380,6 +400,7 @@ def _normalize_series(s: pd.Series, dictionary_strings: bool = False) -> tuple[p
     index_cols = _index_stored_names(list(ifields["index_names"])) if index_arrays else []
     names = _data_stored_names([s.name], index_cols, none_name="0")
     arr, hint, dictionary = _column_to_arrow(s, s.name, dictionary_strings)
+    mask = nan_rows_mask(s.to_numpy(), arr) if not dictionary and arr.null_count and s.dtype == object else None
     meta = NormMeta(
         kind="series",
         index_columns=tuple(index_cols),
@@ -388,7 +409,8 @@ def _normalize_series(s: pd.Series, dictionary_strings: bool = False) -> tuple[p
         column_hints=(hint,),
         **ifields,
     )
-    return _table(index_arrays, index_cols, [arr], names, frozenset({0} if dictionary else ())), meta
+    table = _table(index_arrays, index_cols, [arr], names, frozenset({0} if dictionary else ()))
+    return _with_nan_rows(table, {names[0]: mask} if mask is not None else {}), meta
 
 
 def _normalize_ndarray(a: np.ndarray) -> tuple[pa.Table, NormMeta]:
@@ -481,10 +503,12 @@ def _normalize_arrow(
 
 # ---------------------------------------------------------------------------------- denormalize
 def _split(table: pa.Table, meta: NormMeta) -> tuple[list[str], list[str]]:
-    """(index columns present, data columns present) in table order."""
+    """(index columns present, data columns present) in table order (NaN-rows companions are
+    neither)."""
     index_set = set(meta.index_columns)
     names = table.column_names
-    return [n for n in names if n in index_set], [n for n in names if n not in index_set]
+    return ([n for n in names if n in index_set],
+            [n for n in names if n not in index_set and not is_nan_rows_name(n)])
 
 
 def _arrow_index_output(table: pa.Table, meta: NormMeta) -> pa.Table:
@@ -508,7 +532,7 @@ def arrow_columns(table: pa.Table, meta: NormMeta) -> pa.Table:
     (``index`` when unnamed, ``level_<i>`` for unnamed levels of a MultiIndex) with its time
     zone and unit restored; a RangeIndex is not a column. Data columns keep their stored
     names (the user's names where they are unique strings). No schema metadata."""
-    table = _arrow_index_output(table, meta).replace_schema_metadata(None)
+    table = _arrow_index_output(split_nan_rows(table)[0], meta).replace_schema_metadata(None)
     index_present, data_present = _split(table, meta)
     taken = set(data_present)
     names = []
@@ -520,7 +544,7 @@ def arrow_columns(table: pa.Table, meta: NormMeta) -> pa.Table:
 
 
 def _to_arrow(table: pa.Table, meta: NormMeta, *, unique: bool = False) -> pa.Table:
-    table = _arrow_index_output(table, meta).replace_schema_metadata(None)
+    table = _arrow_index_output(split_nan_rows(table)[0], meta).replace_schema_metadata(None)
     if meta.kind in ("arrow", "polars"):
         index_present, data_present = _split(table, meta)
         names = [*index_present, *meta.describe(data_present)[0]]
@@ -681,6 +705,17 @@ def datetime_index(values: np.ndarray, meta: NormMeta, name: Any) -> pd.Datetime
 _MAX_INSERTS = 64
 
 
+def _values(table: pa.Table, name: str, hint: str) -> Any:
+    """``arrow_to_pandas`` of column ``name``, its missing values NaN or None row by row where
+    the table has the column's NaN-rows companion."""
+    col = table.column(name)
+    values = arrow_to_pandas(col, hint)
+    pos = table.schema.get_field_index(nan_rows_name(name))
+    if pos < 0 or not isinstance(values, np.ndarray) or values.dtype != object:
+        return values
+    return apply_nan_rows(values, col, table.column(pos), hint.endswith(":nan"))
+
+
 def _frame_from_table(
     table: pa.Table, data_names: list[str], hints: list[str], index: pd.Index
 ) -> pd.DataFrame:
@@ -690,7 +725,9 @@ def _frame_from_table(
     blocks (one copy); hinted columns are converted one by one and inserted (or, when there
     are many, assembled with the rest without consolidation, so the cost stays linear).
     """
-    plain = [n for n, h in zip(data_names, hints, strict=True) if not h]
+    names = set(table.column_names)
+    mixed = {n for n in data_names if nan_rows_name(n) in names}
+    plain = [n for n, h in zip(data_names, hints, strict=True) if not h and n not in mixed]
     if plain:
         df = (
             table.select(plain)
@@ -704,7 +741,7 @@ def _frame_from_table(
         return df
 
     def hinted(n: str, h: str) -> pd.Series:
-        values = arrow_to_pandas(table.column(n), h)
+        values = _values(table, n, h)
         # a Series on the frame's own index: no alignment, no dtype inference
         return pd.Series(values, index=df.index, dtype=values.dtype, copy=False)
 
@@ -712,10 +749,10 @@ def _frame_from_table(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pd.errors.PerformanceWarning)
             for pos, (n, h) in enumerate(zip(data_names, hints, strict=True)):
-                if h:
+                if h or n in mixed:
                     df.insert(pos, n, hinted(n, h))
         return df
-    cols = {n: (hinted(n, h) if h else df[n]) for n, h in zip(data_names, hints, strict=True)}
+    cols = {n: (hinted(n, h) if h or n in mixed else df[n]) for n, h in zip(data_names, hints, strict=True)}
     return pd.DataFrame(cols, index=df.index, copy=False)
 
 
@@ -776,7 +813,7 @@ def denormalize(
         name = meta.user_columns[0] if meta.user_columns else None
         if not data_names:
             return pd.Series(index=index, name=name, dtype="float64")
-        values = arrow_to_pandas(table.column(data_names[0]), meta.describe(data_names[:1])[1][0])
+        values = _values(table, data_names[0], meta.describe(data_names[:1])[1][0])
         return pd.Series(values, index=index, name=name, dtype=values.dtype, copy=False)
     if meta.kind == "ndarray":
         return _ndarray_from_table(table, meta, data_names)

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from arcticlite.exceptions import NormalizationException, SchemaException, StreamDescriptorMismatch
 from arcticlite.normalize._meta import NormMeta
+from arcticlite.normalize._nanrows import is_nan_rows_name
 
 __all__ = ["common_meta", "common_schema", "sortedness"]
 
@@ -153,6 +154,13 @@ def _unify_type(name: Any, a: pa.DataType, b: pa.DataType) -> pa.DataType:
     )
 
 
+def _data_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` without NaN-rows companions (which are no part of a symbol's columns)."""
+    if not any(is_nan_rows_name(n) for n in schema.names):
+        return schema
+    return pa.schema([f for f in schema if not is_nan_rows_name(f.name)], metadata=schema.metadata)
+
+
 def common_schema(
     old: NormMeta,
     old_schema: pa.Schema,
@@ -200,6 +208,7 @@ def common_schema(
     SchemaException
         Dynamic schema: a column's types have no common type (str vs number, bool vs number).
     """
+    old_schema, new_schema = _data_schema(old_schema), _data_schema(new_schema)
     _check_object_kind(old, new)
     if new_rows == 0:
         return None  # ArcticDB accepts an empty append whatever its index and columns

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arcticlite.exceptions import InternalException, SchemaException, UserInputException
+from arcticlite.normalize import nan_rows_name
 from arcticlite.query._aggregate import (
     GROUPBY_OPS,
     RESAMPLE_OPS,
@@ -450,6 +451,7 @@ def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, An
             pending = None
     if plan.output_columns is not None:
         keep = set(st.meta.user_to_stored(list(plan.output_columns))) | set(st.meta.index_columns)
+        keep |= {nan_rows_name(n) for n in keep}  # NaN-rows companions follow their columns
         st.table = st.table.select([n for n in st.table.column_names if n in keep])
     markers = [n for n in st.table.column_names if is_absent_name(n)]
     if markers:

@@ -280,7 +280,7 @@ def rewrite_run(store: KVStore, keys: LibraryKeys, sym: str, task: CompactionTas
     if task.dynamic:
         run_leaves = widen_dynamic_leaves(run_leaves, len(schema.names) - n_index)
     table = read_segments(store, keys, sym, run_leaves, schema, n_index, schema.names[n_index:], (a, b),
-                          dynamic=task.dynamic, pools=pools)
+                          dynamic=task.dynamic, pools=pools, nan_rows=True)
     bounds = slice_bounds(a, b, task.rows_per_segment)
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):

@@ -36,6 +36,7 @@ import pandas as pd
 import pyarrow as pa
 
 from arcticlite import format as fermion
+from arcticlite import normalize as norm
 from arcticlite._envelope import naming_key
 from arcticlite.index import hex_digests
 from arcticlite.progress import Progress
@@ -122,6 +123,15 @@ def _patch_nulls(name: str, out: np.ndarray, valid: np.ndarray | None) -> None:
         raise NotDirect(f"nulls in column {name!r} of dtype {out.dtype}")
 
 
+def _patch_nan_rows(reader: fermion.FermionReader, name: str, out: np.ndarray, valid: np.ndarray,
+                    job: _Job) -> None:
+    """NaN (rather than None) in the missing rows the segment's NaN-rows companion marks."""
+    comps = norm.segment_companions(reader.metadata, [name])
+    if comps:
+        nan = reader.read(comps, row_range=(job.lo, job.hi)).column(0).fill_null(False)
+        out[np.asarray(nan) & ~valid] = np.nan
+
+
 RELEASE_MIN_BYTES = 4 << 20
 """A segment whose rows read take at least this many stored bytes leaves the resident set once
 decoded (``read_view(release=True)``): that is what keeps a large read's peak memory near the
@@ -152,6 +162,8 @@ def _decode_job(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
         valid = reader.read_into(job.cols, outs, row_range=(job.lo, job.hi))
         for c, out, v in zip(job.cols, outs, valid, strict=True):
             _patch_nulls(c, out, v)
+            if v is not None and out.dtype.kind == "O":
+                _patch_nan_rows(reader, c, out, v, job)
     finally:
         reader.close()
 

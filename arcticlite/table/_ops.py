@@ -184,6 +184,7 @@ class Append(Operation):
     def __init__(self, engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, *,
                  sorted_: str, metadata: bytes | None, validate_index: bool) -> None:
         super().__init__(engine, sym)
+        table, self.nan_rows = norm.split_nan_rows(table)
         self.table, self.meta, self.sorted, self.metadata = table, meta, sorted_, metadata
         self.validate_index = validate_index
         self.layout = engine.layout(meta)
@@ -215,7 +216,7 @@ class Append(Operation):
             self._fresh_rows.append(self._wrote(write_segments(
                 e.store, e.keys, self.sym, self.table, self.layout, start_row=0, is_datetime=self.is_dt,
                 sink=self._fresh, optimize_for="write" if self.small else OPTIMIZE_FOR,
-                flags=FLAG_OPEN_TAIL if self.small else 0, pools=e.pools)))
+                flags=FLAG_OPEN_TAIL if self.small else 0, pools=e.pools, nan_rows=self.nan_rows)))
         self._segs.update(self._fresh)
         return self._fresh_rows[0]
 
@@ -247,7 +248,7 @@ class Append(Operation):
             # the rows join the symbol's open tail: one segment replaced, none added
             ncs = len(col_slices(len(table.column_names) - self.layout.n_index, self.layout))
             tail = write_tail(e.store, e.keys, sym, index.last_leaf_rows(broot, ncs), table, self.layout,
-                              is_datetime=self.is_dt, sink=merged, pools=e.pools)
+                              is_datetime=self.is_dt, sink=merged, pools=e.pools, nan_rows=self.nan_rows)
         if tail is not None and broot is not None:
             self._segs.update(merged)
             root = index.append(broot, tail, replace_last=len(tail))
@@ -276,6 +277,7 @@ class Write(Operation):
         super().__init__(engine, sym)
         leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                                             is_datetime=meta.index_kind == "datetime", pools=engine.pools))
+        table = norm.split_nan_rows(table)[0]
         nodes: dict[str, bytes] = {}
         self.root = engine.index(sym, nodes).build(leaves)
         self.nodes = nodes  # the index of a write does not depend on the head: built once
@@ -347,12 +349,16 @@ class ReplaceRange(Operation):
     def __init__(self, engine: TableEngine, sym: str, table: pa.Table | None, meta: norm.NormMeta | None,
                  lo: int, hi: int, metadata: bytes | None, *, upsert: bool, kind: str) -> None:
         super().__init__(engine, sym)
+        nan_rows = None
+        if table is not None:
+            table, nan_rows = norm.split_nan_rows(table)
         self.table, self.meta, self.lo, self.hi = table, meta, lo, hi
         self.metadata, self.upsert, self.kind = metadata, upsert, kind
         self.new_leaves = None
         if table is not None and meta is not None:
             self.new_leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta),
-                                                         start_row=0, is_datetime=True, pools=engine.pools))
+                                                         start_row=0, is_datetime=True, pools=engine.pools,
+                                                         nan_rows=nan_rows))
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         e, sym, table, meta = self.engine, self.sym, self.table, self.meta

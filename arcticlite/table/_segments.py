@@ -124,9 +124,14 @@ def write_segments(
     optimize_for: str = OPTIMIZE_FOR,
     flags: int = 0,
     pools: Pools | None = None,
+    nan_rows: pa.Table | None = None,
 ) -> np.ndarray:
     """Encode and write ``table`` as segments; return their leaf rows (rows offset by
     ``start_row``, ``flags`` set). Nothing refers to the segments until a version commits them.
+
+    ``nan_rows``: NaN-rows companions of ``table``'s string columns, row-aligned (or trailing
+    columns of ``table``, as :func:`read_segments` gives them); each segment holds those of its
+    columns (``normalize`` module ``_nanrows``).
 
     With ``sink``, a table that fits one segment is not written but put into ``sink``, for
     the caller to write with its commit (one LMDB transaction for a small append).
@@ -134,6 +139,8 @@ def write_segments(
     n = table.num_rows
     if n == 0:
         return np.zeros(0, dtype=ROW_DTYPE)
+    table, inner = norm.split_nan_rows(table)
+    nan_rows = nan_rows if inner is None else inner
     idx = index_values(table, layout.n_index, is_datetime, start_row)
     names = table.column_names
     n_data = len(names) - layout.n_index
@@ -158,8 +165,13 @@ def write_segments(
         memo = choices.setdefault(tuple(cols), {}) if len(tasks) > 1 else None
         # open tails (written plain) carry no Bloom filter: they are small and soon replaced
         bloom = layout.bloom_min_distinct if optimize_for != "write" else None
-        schema = None if stored is table.schema else pa.schema([stored.field(c) for c in cols])
-        body = fermion.encode(table.select(cols).slice(r0, r1 - r0), schema=schema, parallel=inner_parallel,
+        piece = norm.segment_nan_rows(table.select(cols).slice(r0, r1 - r0),
+                                      nan_rows.slice(r0, r1 - r0) if nan_rows is not None else None)
+        schema = None
+        if stored is not table.schema:  # NaN-rows companions (and their listing) follow the columns
+            schema = pa.schema([stored.field(c) for c in cols] + list(piece.schema)[len(cols):],
+                               metadata=piece.schema.metadata)
+        body = fermion.encode(piece, schema=schema, parallel=inner_parallel,
                               page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo,
                               bloom_min_distinct=bloom)
         return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)
@@ -237,11 +249,15 @@ def write_tail(
     is_datetime: bool,
     sink: dict[str, bytes],
     pools: Pools | None = None,
+    nan_rows: pa.Table | None = None,
 ) -> np.ndarray | None:
     """Leaf rows of segments holding the rows of the open tail ``tail`` (its leaf rows, one per
     column slice) followed by those of the small ``table``, their bodies put into ``sink``; or
     None when ``tail`` is not an open tail these rows can join (then the caller appends new
-    segments). The result is again an open tail while under :data:`TAIL_BYTES`."""
+    segments). The result is again an open tail while under :data:`TAIL_BYTES`. Rows with
+    NaN-rows companions (``nan_rows``) start segments of their own."""
+    if nan_rows is not None:
+        return None
     names = table.column_names
     n_index = layout.n_index
     cslices = col_slices(len(names) - n_index, layout)
@@ -452,6 +468,7 @@ class _Job:
     trim: bool  # cut the rows to ``index_range`` with the segment's own index column
     rows: Intervals | None = None  # only these rows of [lo, hi) may match the query's filters
     late: tuple[Any, ...] | None = None  # the query's value filters, judged here first (late materialisation)
+    text: tuple[str, ...] = ()  # string columns whose NaN-rows companions to read too
 
 
 def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
@@ -476,6 +493,16 @@ def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, ind
     if dynamic:  # segments hold the columns that existed when they were written
         present = set(reader.column_names)
         cols = [c for c in cols if c in present]
+    if not job.text:
+        return _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
+    metadata = reader.metadata  # lists the NaN-rows companions (normalize's _nanrows)
+    cols = cols + norm.segment_companions(metadata, job.text)
+    out = _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
+    return out if out.schema.metadata == metadata else out.replace_schema_metadata(metadata)
+
+
+def _decode_rows(reader: fermion.FermionReader, job: _Job, cols: list[str], *, index_name: str | None,
+                 index_range: tuple[int, int] | None, stats: FetchStats | None) -> pa.Table:
     lo, hi = job.lo, job.hi
     if job.late is not None and hi > lo:
         # late materialisation: the filter columns first, then only the rows that may pass
@@ -544,6 +571,7 @@ def read_segments(
     candidates: dict[int, Intervals] | None = None,
     stats: FetchStats | None = None,
     filters: Sequence[Any] = (),
+    nan_rows: bool = False,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -559,7 +587,9 @@ def read_segments(
     slices stay row-aligned. ``stats`` counts pages and bytes fetched. ``filters`` (a query's
     value filters, ``QueryPlan.value_filters``): a row group held in one segment with every
     filter column decodes those columns first and then only the rows that may pass (late
-    materialisation; the query still filters them exactly).
+    materialisation; the query still filters them exactly). ``nan_rows``: string
+    columns bring their NaN-rows companions, as trailing columns (``normalize``'s
+    ``split_nan_rows`` takes them off), where any segment holds one.
     """
     index_names = [schema.field(i).name for i in range(n_index)]
     wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
@@ -590,6 +620,7 @@ def read_segments(
     last_in_group = np.ones(len(leaves), dtype=bool)
     last_in_group[:-1] = first_in_group[1:]
     late_cols = {t[0] for t in simple_terms(filters)} if filters and not dynamic else set()
+    text = {f.name for f in out_schema if _is_text(f.type)} if nan_rows else set()
     jobs = []
     for i in range(len(leaves)):
         c0, c1 = int(leaves[i]["start_col"]), int(leaves[i]["end_col"])
@@ -602,11 +633,13 @@ def read_segments(
             rows = file_rows(candidates[int(start[i])], int(start[i]), int(off[i]), a, b)
         late = tuple(filters) if late_cols and first_in_group[i] and last_in_group[i] \
             and late_cols.issubset(cols) else None
-        jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows, late))
+        jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows, late,
+                         tuple(c for c in data if c in text) if text else ()))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if n_index else None, index_range=use_range,
                            pools=pools or shared(), stats=stats)
-    return _assemble(tables, first_in_group, out_schema, set(index_names), mark_absent=mark_absent)
+    return _assemble(tables, first_in_group, out_schema, set(index_names), mark_absent=mark_absent,
+                     nan_rows=nan_rows)
 
 
 def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynamic: bool,
@@ -667,15 +700,25 @@ def _few_rows(job: _Job) -> bool:
 
 
 def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa.Schema,
-              index_names: set[str], *, mark_absent: bool = False) -> pa.Table:
+              index_names: set[str], *, mark_absent: bool = False, nan_rows: bool = False) -> pa.Table:
     """Put column slices of the same rows side by side, then stack row groups (zero-copy:
-    each output column is a chunked array of the decoded pieces)."""
+    each output column is a chunked array of the decoded pieces).
+
+    ``nan_rows``: NaN-rows companions follow as trailing columns where some segment holds one
+    or some older segment leaves the kind of missing strings unknown: false in the rows of
+    segments whose column holds only None, null (unknown) in those of older segments."""
     chunks: dict[str, list[Any]] = {f.name: [] for f in out_schema}
     pieces: dict[str, list[tuple[bool, int]]] = {f.name: [] for f in out_schema}  # (absent, rows)
     group: dict[str, pa.ChunkedArray] = {}
     nrows = 0
+    wanted: set[str] = set()  # companions to output
+    groups: list[tuple[dict[str, pa.ChunkedArray], set[str], int]] = []  # companions held, only None, rows
+    only_none: set[str] = set()
 
     def flush() -> None:
+        held = {n: c for n, c in group.items() if norm.is_nan_rows_name(n)}
+        wanted.update(held)
+        groups.append((held, only_none, nrows))
         for f in out_schema:
             col = group.get(f.name)
             pieces[f.name].append((col is None, nrows))
@@ -688,8 +731,12 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
         if first_in_group[i]:
             if i:
                 flush()
-            group = {}
+            group, only_none = {}, set()
             nrows = t.num_rows
+        if nan_rows:
+            nones, unknown = norm.segment_kinds(t)
+            only_none |= {norm.nan_rows_name(n) for n in nones}
+            wanted.update(norm.nan_rows_name(n) for n in unknown)
         for name, col in zip(t.column_names, t.columns, strict=True):
             if name in index_names and not first_in_group[i]:
                 continue
@@ -697,6 +744,16 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
     flush()
     arrays = [pa.chunked_array(chunks[f.name], type=f.type) for f in out_schema]
     table = pa.Table.from_arrays(arrays, schema=out_schema)
+    if nan_rows and wanted:
+        for name in sorted(wanted):
+            parts: list[Any] = []
+            for held, nones, n in groups:
+                col = held.get(name)
+                if col is not None:
+                    parts.extend(col.chunks)
+                else:
+                    parts.append(pa.array(np.zeros(n, bool)) if name in nones else pa.nulls(n, pa.bool_()))
+            table = table.append_column(name, pa.chunked_array(parts, type=pa.bool_()))
     if mark_absent:
         for f in out_schema:
             flags = pieces[f.name]
@@ -705,6 +762,11 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
             absent = np.repeat([a for a, _ in flags], [n for _, n in flags])
             table = table.append_column(absent_name(f.name), pa.array(absent, pa.bool_()))
     return table
+
+
+def _is_text(typ: pa.DataType) -> bool:
+    return (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_binary(typ)
+            or pa.types.is_large_binary(typ) or pa.types.is_null(typ))
 
 
 def _cast(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:

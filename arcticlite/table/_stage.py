@@ -63,6 +63,7 @@ def stage(engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, s
     returns the staged entry's key and its number of segments."""
     leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
+    table = norm.split_nan_rows(table)[0]  # the segments hold the NaN-rows companions
     first, last = index_bounds(table, meta)
     nat = meta.index_kind == "datetime" and table.num_rows > 0 and table.column(0).null_count > 0
     return (record(engine, sym, leaves, meta, norm.value_schema(table.schema), first, last, sorted_, job, nat=nat),
@@ -161,7 +162,7 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
                     "with identical columns and dtypes, or use a dynamic-schema library"
                 )
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
-                            e.schema.names[n_index:], None, pools=engine.pools) for e in staged]
+                            e.schema.names[n_index:], None, pools=engine.pools, nan_rows=True) for e in staged]
     try:
         if len(tables) > 1 and engine.options.dynamic_schema:
             tables = _backfilled(tables)
@@ -172,6 +173,7 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
         table = table.sort_by([(meta.index_columns[0], "ascending")])
     leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
+    table = norm.split_nan_rows(table)[0]
     first, last = index_bounds(table, meta)
     header = {"norm": staged[0].header["norm"], "first": first, "last": last, "sorted": norm.sortedness(table, meta)}
     return StagedEntry("", header, table.schema, leaves)

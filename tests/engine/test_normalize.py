@@ -239,10 +239,11 @@ def test_better_than_arcticdb_roundtrip(data):
     assert_same(roundtrip(data), data)
 
 
-def test_mixed_none_and_nan_keeps_the_majority():
-    """Documented difference: Arrow has one null, so one kind of missing value per column."""
+def test_mixed_none_and_nan_keep_each_rows_kind():
+    """As in ArcticDB: each missing string keeps its kind (tests/engine/test_missing_kinds.py)."""
     out = roundtrip(pd.DataFrame({"x": ["a", np.nan, None, np.nan]}))
-    assert out["x"][0] == "a" and all(isinstance(v, float) for v in out["x"][1:])
+    assert out["x"][0] == "a" and out["x"][2] is None
+    assert all(isinstance(v, float) and np.isnan(v) for v in out["x"][[1, 3]])
 
 
 @pytest.mark.parametrize(
