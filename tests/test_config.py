@@ -109,12 +109,15 @@ def test_log_levels() -> None:
 
 
 def test_cpu_threads_bound_the_page_workers() -> None:
+    before = [t for t in threading.enumerate() if t.name.startswith("fermion_")]  # an earlier pool's
     config.set_config_int("VersionStore.NumCPUThreads", 1)
     lib = adb.Arctic("mem://").create_library("lib")
     df = pd.DataFrame(np.random.default_rng(0).normal(size=(400_000, 8)), columns=list("abcdefgh"))
     lib.write("s", df)
     pd.testing.assert_frame_equal(lib.read("s").data, df, check_index_type=False)
-    workers = {t.name for t in threading.enumerate() if t.name.startswith("fermion_")}
+    for t in before:  # the earlier pool was shut down when the setting changed
+        t.join(timeout=30)
+    workers = [t for t in threading.enumerate() if t.name.startswith("fermion_") and t not in before]
     assert len(workers) <= 1
 
 
