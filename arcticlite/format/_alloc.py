@@ -69,7 +69,6 @@ def small_pages() -> Iterator[None]:
 
 THP_DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
 KEEP_ADVICE_ENV = "ARCTICLITE_HUGEPAGES"
-_PR_SET_THP_DISABLE = 41
 
 
 def _compacts_on_fault(path: str = THP_DEFRAG) -> bool:
@@ -83,38 +82,25 @@ def _compacts_on_fault(path: str = THP_DEFRAG) -> bool:
     return "[always]" in mode or "[madvise]" in mode
 
 
-def _disable_thp() -> bool:
-    """``prctl(PR_SET_THP_DISABLE)``: this process gets no transparent huge pages."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):  # not Linux
-        return False
-
-
 def avoid_compaction_stalls() -> bool:
-    """Give this process 4 KiB pages where the kernel would stall on huge ones (see
-    :func:`small_pages`); ``ARCTICLITE_HUGEPAGES=1`` keeps huge pages. Only page sizes change,
-    never a value. Returns whether it changed anything.
+    """Turn numpy's transparent-huge-page advice off for this process where the kernel would
+    stall on it (see :func:`small_pages`); ``ARCTICLITE_HUGEPAGES=1`` keeps it. Only page
+    sizes change, never a value. Returns whether it was turned off.
 
-    Two sources of huge pages stall a fresh process: numpy's advice on its arrays of 4 MiB or
-    more (its flag is turned off), and Arrow's default allocator (mimalloc), which backs the
-    blocks a read decodes into with huge pages (the process's transparent huge pages are
-    turned off). Measured on the 2-vCPU VM: a 5M-row write spent 0.30-0.35 s of system time
-    with numpy's advice, 0.07-0.13 s without; a 400 MB read in a fresh process took 0.06 s
-    when huge pages were at hand and 0.4-1.0 s when the kernel had to compact (3 runs in 5),
-    and 0.21-0.23 s every time with 4 KiB pages; repeated reads in one process reuse the
-    allocator's memory either way (0.05 s). Scoping this to each operation does not work: the
-    advice sticks to address ranges handed out again later."""
-    if os.environ.get(KEEP_ADVICE_ENV, "") not in ("", "0") or not _compacts_on_fault():
+    Measured on a 5M-row write (2-vCPU VM): 0.30-0.35 s of system time with the advice,
+    0.07-0.13 s without, the same user time. Scoping it to each operation does not work: the
+    advice sticks to address ranges that are handed out again later. The process's own
+    huge pages (which Arrow's allocator uses for the blocks a read decodes into) are left on:
+    with them a fresh process read 5M x 10 float64 in 0.12 s (median; a run in five stalled
+    for ~1 s while the kernel compacted), without them in 0.39 s every time (fair harness,
+    docs/benchmarks.md)."""
+    if _ADVICE_SETTER is None or os.environ.get(KEEP_ADVICE_ENV, "") not in ("", "0"):
         return False
-    if _ADVICE_SETTER is not None:
-        _ADVICE_SETTER(False)
-    _disable_thp()
+    if not _compacts_on_fault():
+        return False
+    _ADVICE_SETTER(False)
     return True
 
 
-#: Whether importing arcticlite turned huge pages off (see avoid_compaction_stalls).
+#: Whether importing arcticlite turned numpy's huge-page advice off (see avoid_compaction_stalls).
 NUMPY_ADVICE_OFF = avoid_compaction_stalls()
