@@ -30,6 +30,16 @@ def prefix64(b: bytes) -> int:
     return int.from_bytes(b[:8].ljust(8, b"\0"), "big")
 
 
+def _prefix_minmax(values: pa.Array) -> bytes:
+    """The 16-byte (min, max) statistics of string / binary ``values`` (some not null): the
+    :func:`prefix64` of each, as uint64."""
+    mm = pc.min_max(values)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if isinstance(lo, str):
+        lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
+    return np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
+
+
 PageOut = tuple[tuple[Any, ...], int, int, int, int, int, int, int, bytes, int]
 """A page job's result: (blob buffers, length, checksum, encoding id, raw_length, item_count,
 null_count, flags, min and max (16 bytes), statistics kind code)."""
@@ -122,12 +132,7 @@ class BinaryPage:
         raw = int(offs[-1] - offs[0]) + 4 * len(offs)
         nulls = _nulls(n, self.valid)
         if arr.null_count < n:
-            mm = pc.min_max(arr)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if isinstance(lo, str):
-                lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
-            minmax = np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
-            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, minmax,
+            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, _prefix_minmax(arr),
                     _KIND_CODES["u"])
         return (*blob, raw, n, nulls, 0, _ZERO16, 0)
 
@@ -155,12 +160,7 @@ class DictBinaryPage:
         raw = int(counts @ np.diff(self.d_offs)) + 4 * (n + 1)
         nulls = _nulls(n, valid)
         if nulls < n:
-            used = np.flatnonzero(counts)
-            mm = pc.min_max(self.dictionary.take(pa.array(used)))
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if isinstance(lo, str):
-                lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
-            minmax = np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
-            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, minmax,
+            used = self.dictionary.take(pa.array(np.flatnonzero(counts)))
+            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, _prefix_minmax(used),
                     _KIND_CODES["u"])
         return (*blob, raw, n, nulls, 0, _ZERO16, 0)
