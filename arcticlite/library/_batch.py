@@ -7,6 +7,7 @@ from concurrent.futures import Executor
 from typing import Any, TypeVar
 
 from arcticlite.exceptions import (
+    ArcticDbNotYetImplemented,
     ArcticDuplicateSymbolsInBatchException,
     ArcticException,
     ArcticUnsupportedDataTypeException,
@@ -28,6 +29,7 @@ from arcticlite.library._types import (
     VersionRequestType,
 )
 from arcticlite.progress import Progress
+from arcticlite.version import encode_metadata
 
 T = TypeVar("T")
 
@@ -118,6 +120,19 @@ def check_payload_data(payloads: list[Any]) -> None:
                 f"symbol {p.symbol!r}: data of type {type(p.data).__name__} cannot be written as a "
                 "table; use write_pickle_batch"
             )
+
+
+def check_metadata_size(payloads: list[Any]) -> None:
+    """Refuse the whole batch, before anything is written, when one payload's metadata is above
+    :data:`~arcticlite.version.MAX_METADATA_BYTES` once encoded (ArcticDB raises too, and writes
+    none of the batch). Metadata that does not encode at all is left to the item (a ``DataError``)."""
+    for p in payloads:
+        try:
+            encode_metadata(getattr(p, "metadata", None), f"the metadata of symbol {p.symbol!r}")
+        except ArcticDbNotYetImplemented:
+            raise
+        except Exception:  # noqa: BLE001 - it does not pickle: the item's own DataError says so
+            continue
 
 
 def read_requests(symbols: list[str | ReadRequest]) -> list[ReadRequest]:

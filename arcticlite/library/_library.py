@@ -1890,6 +1890,7 @@ class Library:
         """
         batch.check_unique(args.payloads(payloads, WritePayload, "write_batch"), "write_batch")
         batch.check_payload_data(payloads)
+        batch.check_metadata_size(payloads)
         return self._run_batch("write_batch", payloads, lambda p: self.write(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
             validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
@@ -1899,6 +1900,7 @@ class Library:
                            prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """Write many symbols' objects pickled."""
         batch.check_unique(args.payloads(payloads, WritePayload, "write_pickle_batch"), "write_pickle_batch")
+        batch.check_metadata_size(payloads)
         return self._run_batch("write_pickle_batch", payloads, lambda p: self.write_pickle(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions),
             lambda p: p.symbol)
@@ -1909,6 +1911,7 @@ class Library:
         """Append to many symbols."""
         batch.check_unique(args.payloads(append_payloads, WritePayload, "append_batch"), "append_batch")
         batch.check_payload_data(append_payloads)
+        batch.check_metadata_size(append_payloads)
         return self._run_batch("append_batch", append_payloads, lambda p: self.append(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
             validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
@@ -1919,6 +1922,7 @@ class Library:
         """Update many symbols."""
         batch.check_unique(args.payloads(update_payloads, UpdatePayload, "update_batch"), "update_batch")
         batch.check_payload_data(update_payloads)
+        batch.check_metadata_size(update_payloads)
         return self._run_batch("update_batch", update_payloads, lambda p: self.update(
             p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
             prune_previous_versions=prune_previous_versions, index_column=p.index_column), lambda p: p.symbol)
@@ -1928,6 +1932,7 @@ class Library:
                              prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
         """New metadata for many symbols."""
         batch.check_unique(args.payloads(write_metadata_payloads, WriteMetadataPayload, "write_metadata_batch"), "write_metadata_batch")
+        batch.check_metadata_size(write_metadata_payloads)
         return self._run_batch("write_metadata_batch", write_metadata_payloads, lambda p: self.write_metadata(
             p.symbol, p.metadata, prune_previous_versions=prune_previous_versions), lambda p: p.symbol)
 

@@ -6,6 +6,7 @@ from arcticlite.version._chain import Builder
 from arcticlite.version._engine import VersionEngine, pid_token
 from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
 from arcticlite.version._records import (
+    MAX_METADATA_BYTES,
     VersionRecord,
     add_ranges,
     decode_metadata,
@@ -16,6 +17,7 @@ from arcticlite.version._snapshots import Snapshots
 from arcticlite.version._symbol_list import SymbolList
 
 __all__ = [
+    "MAX_METADATA_BYTES",
     "REGISTRY_PREFIX",
     "Builder",
     "LibraryKeys",

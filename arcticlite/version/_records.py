@@ -22,12 +22,17 @@ import base64
 import datetime
 import io
 import json
+import logging
 import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arcticlite._envelope import KIND_REF, KIND_VERSION, seal, unseal
-from arcticlite.exceptions import CorruptDataError, UnpicklingRefusedError
+from arcticlite.exceptions import (
+    ArcticDbNotYetImplemented,
+    CorruptDataError,
+    UnpicklingRefusedError,
+)
 from arcticlite.index import IndexRoot
 
 Ranges = tuple[tuple[int, int], ...]
@@ -77,14 +82,38 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def encode_metadata(value: Any) -> bytes | None:
+#: Largest user metadata of one version or snapshot, as stored (ArcticDB's cap: 16 MiB). It is
+#: read whole by every ``read_metadata`` / ``list_versions`` of it, and held in memory with it.
+MAX_METADATA_BYTES = 16 * 1024 * 1024
+#: Above this, a stored metadata is logged as a warning (as ArcticDB does).
+WARN_METADATA_BYTES = 8 * 1024 * 1024
+
+_log = logging.getLogger("arcticlite")
+
+
+def encode_metadata(value: Any, what: str = "metadata") -> bytes | None:
     """Stored bytes of user metadata: plain values (see :func:`_plain`) as JSON, which reads
-    back without pickle, anything else pickled (raises what ``pickle.dumps`` raises)."""
+    back without pickle, anything else pickled (raises what ``pickle.dumps`` raises).
+
+    More than :data:`MAX_METADATA_BYTES` once encoded raises :class:`ArcticDbNotYetImplemented`
+    (ArcticDB's class) naming the size, the limit and ``what``; callers encode before they
+    write, so a refused metadata changes nothing.
+    """
     if value is None:
         return None
     if _plain(value):
-        return JSON_METADATA + json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        raw = JSON_METADATA + json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    else:
+        raw = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(raw) > MAX_METADATA_BYTES:
+        raise ArcticDbNotYetImplemented(
+            f"{what} is {len(raw):,} bytes ({len(raw) / 2**20:.1f} MiB) once encoded, above the limit of "
+            f"{MAX_METADATA_BYTES:,} bytes (16 MiB) per version; nothing was written. Store the large object "
+            "as a symbol of its own (write or write_pickle) and keep its name in the metadata")
+    if len(raw) > WARN_METADATA_BYTES:
+        _log.warning("%s is %d bytes, above the warning size of %d bytes; it cannot exceed %d bytes",
+                     what, len(raw), WARN_METADATA_BYTES, MAX_METADATA_BYTES)
+    return raw
 
 
 def decode_metadata(data: bytes | bytearray | memoryview, *, allow_pickle: bool, what: str) -> Any:

@@ -54,10 +54,11 @@ class Snapshots:
 
     def create(self, name: str, chosen: dict[str, int], metadata: Any = None) -> bool:
         """Write the snapshot ``name`` holding ``chosen``; False if the name is taken."""
+        blob = encode_metadata(metadata, f"the metadata of snapshot {name!r}") or b""
         body = seal(
             KIND_SNAPSHOT,
             {"name": name, "symbols": chosen, "has_meta": metadata is not None, "token": uuid.uuid4().hex},
-            encode_metadata(metadata) or b"",
+            blob,
         )
         return self.store.create_unique(self.keys.snapshot(name), body)
 

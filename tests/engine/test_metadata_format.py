@@ -66,3 +66,62 @@ def test_pickled_metadata_of_an_older_store_still_reads() -> None:
 
     old = pickle.dumps({"source": "feed"})
     assert decode_metadata(old, allow_pickle=False, what="x") == {"source": "feed"}
+
+
+#: 17 MiB of text: above the 16 MiB cap on stored metadata once encoded (JSON or pickle).
+BIG = {"blob": "a" * (17 * 1024 * 1024)}
+DAYS = pd.DataFrame({"x": [1, 2]}, index=pd.date_range("2024-01-01", periods=2))
+LATER = pd.DataFrame({"x": [3]}, index=pd.date_range("2024-01-03", periods=1))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.write("S", FRAME, metadata=BIG),
+    lambda lib: lib.write("new", FRAME, metadata=BIG),
+    lambda lib: lib.append("S", LATER, metadata=BIG),
+    lambda lib: lib.update("S", LATER, metadata=BIG),
+    lambda lib: lib.write_metadata("S", BIG),
+    lambda lib: lib.write_pickle("new", [1, 2], metadata=BIG),
+    lambda lib: lib.write_metadata("S", {"k": (1, "b" * (17 * 1024 * 1024))}),  # pickled metadata too
+], ids=["write", "write-new", "append", "update", "write_metadata", "write_pickle", "pickled"])
+def test_metadata_above_16_mib_is_refused_naming_size_and_limit_and_changes_nothing(tmp_path: object,
+                                                                                    call: object) -> None:
+    lib = adb.Arctic(f"lmdb://{tmp_path}/db").create_library("p")
+    lib.write("S", DAYS, metadata={"v": 0})
+    with pytest.raises(adb.exceptions.ArcticDbNotYetImplemented, match=r"17\.0 MiB.*16,777,216 bytes"):
+        call(lib)  # type: ignore[operator]
+    assert lib.list_symbols() == ["S"]
+    assert list(lib.list_versions("S")) == [adb.SymbolVersion("S", 0)]
+    assert lib.read_metadata("S").metadata == {"v": 0}
+
+
+def test_metadata_just_under_the_cap_is_stored() -> None:
+    lib = adb.Arctic("mem://").create_library("p")
+    meta = {"blob": "a" * (16 * 1024 * 1024 - 64)}
+    lib.write("S", FRAME, metadata=meta)
+    assert lib.read_metadata("S").metadata == meta
+
+
+def test_a_batch_with_one_oversized_metadata_writes_none_of_it() -> None:
+    lib = adb.Arctic("mem://").create_library("p")
+    lib.write("S", DAYS)
+    batches = [
+        lambda: lib.write_batch([adb.WritePayload("A", FRAME), adb.WritePayload("B", FRAME, metadata=BIG)]),
+        lambda: lib.write_pickle_batch([adb.WritePayload("A", 1), adb.WritePayload("B", 2, metadata=BIG)]),
+        lambda: lib.append_batch([adb.WritePayload("S", LATER, metadata=BIG)]),
+        lambda: lib.update_batch([adb.UpdatePayload("S", LATER, metadata=BIG)]),
+        lambda: lib.write_metadata_batch([adb.WriteMetadataPayload("S", {"ok": 1}),
+                                          adb.WriteMetadataPayload("A", BIG)]),
+    ]
+    for run in batches:
+        with pytest.raises(adb.exceptions.ArcticDbNotYetImplemented, match="symbol '(A|B|S)'.*16 MiB"):
+            run()
+    assert lib.list_symbols() == ["S"]
+    assert len(lib.list_versions("S")) == 1
+
+
+def test_snapshot_metadata_above_the_cap_is_refused_and_no_snapshot_is_made() -> None:
+    lib = adb.Arctic("mem://").create_library("p")
+    lib.write("S", FRAME)
+    with pytest.raises(adb.exceptions.ArcticDbNotYetImplemented, match="snapshot 'eod'.*16,777,216 bytes"):
+        lib.snapshot("eod", metadata=BIG)
+    assert lib.list_snapshots() == {}
