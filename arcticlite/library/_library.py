@@ -162,10 +162,37 @@ def _finalize_mode(mode: Any) -> StagedDataFinalizeMethod:
 class Library:
     """A library of symbols, each a chain of immutable versions (ArcticDB's ``Library``).
 
-    Obtain one from :meth:`Arctic.get_library` / :meth:`Arctic.create_library`. Every
-    method is safe to call from many threads and processes at once, on every backend:
-    writes commit with create-if-absent of the next version key, and appends and updates
-    rebase on a concurrent commit instead of losing it.
+    Obtain one from :meth:`Arctic.get_library` / :meth:`Arctic.create_library`; do not build
+    one directly. Every method is safe to call from many threads and processes at once, on
+    every backend: writes commit with create-if-absent of the next version key, and appends
+    and updates rebase on a concurrent commit instead of losing it. A ``Library`` pickles as
+    its connection URI and name, so lazy frames and scan plans can travel to other processes
+    (not for ``mem://``, whose data lives in one process).
+
+    Parameters
+    ----------
+    store : KVStore
+        The store of the connection (memory, LMDB or S3).
+    name : str
+        The library's name.
+    options : LibraryOptions
+        The options it was created with.
+    arctic : Arctic, optional
+        The connection it came from (needed to pickle it).
+    read_only : bool
+        Refuse every change with ``PermissionException``.
+    allow_pickle : bool
+        Whether reads may unpickle stored objects that are not plain values.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").get_library("demo", create_if_missing=True)
+    >>> lib
+    Library(Arctic(config=MemoryStore()), path=demo, storage=MemoryStore)
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0]}))
+    >>> "S" in lib, lib["S"].data["px"].tolist()
+    (True, [1.0, 2.0])
     """
 
     def __init__(self, store: KVStore, name: str, options: LibraryOptions, arctic: Any = None, *,
@@ -202,12 +229,36 @@ class Library:
         return self._name
 
     def options(self) -> LibraryOptions:
-        """The options the library was created with (a copy: changing it changes nothing; use
-        ``Arctic.modify_library_option``)."""
+        """The options the library was created with (ArcticDB's ``Library.options()``).
+
+        Returns
+        -------
+        LibraryOptions
+            A copy: changing it changes nothing (use :meth:`Arctic.modify_library_option`).
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo", adb.LibraryOptions(rows_per_segment=1000))
+        >>> lib.options().rows_per_segment, lib.options().dynamic_schema
+        (1000, False)
+        """
         return dataclasses.replace(self._options)
 
     def enterprise_options(self) -> EnterpriseLibraryOptions:
-        """Enterprise options (accepted for compatibility; always the defaults)."""
+        """Enterprise options: accepted for compatibility with ArcticDB, always the defaults.
+
+        Returns
+        -------
+        EnterpriseLibraryOptions
+            ``replication=False, background_deletion=False``.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> adb.Arctic("mem://").create_library("demo").enterprise_options()
+        EnterpriseLibraryOptions(replication=False, background_deletion=False)
+        """
         return EnterpriseLibraryOptions()
 
     def __repr__(self) -> str:
@@ -678,15 +729,18 @@ class Library:
         Parameters
         ----------
         symbol : str
+            The symbol merged into; it must exist unless ``upsert``.
         source : pandas.DataFrame | pandas.Series
             Same columns, order and dtypes as the stored data; a DatetimeIndex sorted ascending
             for a timeseries. A symbol without a DatetimeIndex needs ``on``.
         strategy : MergeStrategy
+            What to do with matched and unmatched source rows (default update and insert).
         on : list of str, optional
             Key columns besides the index (must not name the datetime index).
         metadata : Any, optional
             The new version's metadata (``None`` clears it, as ``update`` does).
         prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
         upsert : bool
             Create the symbol from ``source`` when it does not exist (needs an inserting strategy).
         match_na : bool
@@ -697,11 +751,33 @@ class Library:
         VersionedItem
             The new version (always a new version, even when no row changed); no data.
 
+        Raises
+        ------
+        UserInputException
+            A stored row is matched by several source rows, or the strategy is not valid.
+        UnsortedDataException
+            The source's DatetimeIndex is not sorted ascending.
+        SchemaException
+            The source's columns or dtypes differ from the stored ones, or the library has a
+            dynamic schema.
+
         Notes
         -----
         Copy-on-write: only the row groups holding rows the source can match are read and
         written again; the others are reused. Dynamic-schema libraries are refused. Safe with
         concurrent writers: on a lost race the merge is computed again on the new head.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> src = pd.DataFrame({"px": [20.0, 4.0]}, index=pd.to_datetime(["2024-01-02", "2024-01-04"]))
+        >>> lib.merge_experimental("S", src).version
+        1
+        >>> lib.read("S").data["px"].tolist()
+        [1.0, 20.0, 3.0, 4.0]
         """
         sym = check_symbol(symbol)
         strat = merge_strategy(strategy)
@@ -716,7 +792,47 @@ class Library:
     def merge(self, symbol: str, source: Any, strategy: MergeStrategy = DEFAULT_STRATEGY,
               on: list[str] | None = None, metadata: Any = None, prune_previous_versions: bool | None = None,
               upsert: bool = False, match_na: bool = False) -> VersionedItem:
-        """Merge ``source`` into ``symbol`` by key: the same as :meth:`merge_experimental`."""
+        """Merge ``source`` into ``symbol`` by key: the same as :meth:`merge_experimental`.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol merged into; it must exist unless ``upsert``.
+        source : pandas.DataFrame | pandas.Series
+            Rows keyed as the stored rows (see :meth:`merge_experimental`).
+        strategy : MergeStrategy
+            What to do with matched and unmatched source rows (default update and insert).
+        on : list of str, optional
+            Key columns besides the index.
+        metadata : Any, optional
+            The new version's metadata (``None`` clears it).
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+        upsert : bool
+            Create the symbol from ``source`` when it does not exist.
+        match_na : bool
+            Missing key values match each other instead of nothing.
+
+        Returns
+        -------
+        VersionedItem
+            The new version; no data.
+
+        Raises
+        ------
+        UserInputException
+            As for :meth:`merge_experimental`.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"id": [1, 2], "px": [1.0, 2.0]}))
+        >>> src = pd.DataFrame({"id": [2, 3], "px": [20.0, 30.0]})
+        >>> _ = lib.merge("S", src, on=["id"])
+        >>> lib.read("S").data.values.tolist()
+        [[1.0, 1.0], [2.0, 20.0], [3.0, 30.0]]
+        """
         return self.merge_experimental(symbol, source, strategy=strategy, on=on, metadata=metadata,
                                        prune_previous_versions=prune_previous_versions, upsert=upsert,
                                        match_na=match_na)
@@ -728,11 +844,13 @@ class Library:
 
         The key is the datetime index (for a timeseries, always) and the ``on`` columns,
         matched as :meth:`merge` matches them. Every stored row matching any key row is
-        deleted; key rows matching nothing are ignored.
+        deleted; key rows matching nothing are ignored. Copy-on-write and safe with concurrent
+        writers, as :meth:`merge`.
 
         Parameters
         ----------
         symbol : str
+            The symbol to delete rows of.
         keys : pandas.DataFrame | pandas.Series
             For a timeseries, a DatetimeIndex (any order) and the ``on`` columns; for a
             row-numbered symbol, the ``on`` columns. Other columns are ignored. Key columns
@@ -742,11 +860,28 @@ class Library:
         match_na : bool
             Missing key values (NaN, None, NaT) match each other instead of nothing.
         prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
 
         Returns
         -------
         VersionedItem
             The new version (created even when no row matched); its metadata is kept.
+
+        Raises
+        ------
+        SchemaException
+            A key column is missing or has another dtype than the stored one.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.delete_rows("S", pd.DataFrame(index=pd.to_datetime(["2024-01-02"]))).version
+        1
+        >>> lib.read("S").data["px"].tolist()
+        [1.0, 3.0]
         """
         sym = check_symbol(symbol)
         cols = on_columns(on)
@@ -776,7 +911,41 @@ class Library:
 
     @_mutates
     def write_metadata(self, symbol: str, metadata: Any, prune_previous_versions: bool | None = None) -> VersionedItem:
-        """A new version with the same data and new metadata (no data is rewritten)."""
+        """A new version with the same data and new metadata (no data is rewritten).
+
+        Costs one small commit whatever the symbol's size. Safe with concurrent writers: it
+        applies to the latest version at its commit.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol; when it does not exist, it is created with no data and this metadata.
+        metadata : Any
+            The new metadata: plain values are stored as JSON, anything else pickled; at most
+            16 MiB once encoded.
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+
+        Returns
+        -------
+        VersionedItem
+            The new version, carrying ``metadata``; no data.
+
+        Raises
+        ------
+        ArcticDbNotYetImplemented
+            The metadata is above 16 MiB once encoded (nothing is written).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}), metadata={"source": "feed"})
+        >>> lib.write_metadata("S", {"source": "vendor"}).version
+        1
+        >>> lib.read("S").metadata, lib.read("S", as_of=0).metadata
+        ({'source': 'vendor'}, {'source': 'feed'})
+        """
         sym = check_symbol(symbol)
         rec = self._apply(sym, WriteMetadata(self._table, sym, self._pickle_meta(metadata)), prune_previous_versions)
         return self._item(sym, rec, metadata=metadata)
@@ -1225,7 +1394,33 @@ class Library:
 
     @_mutates
     def prune_previous_versions(self, symbol: str) -> None:
-        """Delete every version but the latest (versions in snapshots keep their data)."""
+        """Delete every version of ``symbol`` but the latest (versions in snapshots keep their data).
+
+        One commit; the data only earlier versions used is deleted afterwards. Safe with
+        concurrent writers: a version committed meanwhile is the new latest and is kept.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to prune.
+
+        Raises
+        ------
+        StorageException
+            The symbol does not exist.
+        InternalException
+            Every version of it was deleted.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> for i in range(3):
+        ...     _ = lib.write("S", pd.DataFrame({"px": [float(i)]}))
+        >>> lib.prune_previous_versions("S")
+        >>> [v.version for v in lib.list_versions("S")]
+        [2]
+        """
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         if head is None:
@@ -1250,12 +1445,50 @@ class Library:
         """Write ``data`` as staged segments of ``symbol``, invisible until finalized.
 
         Any number of processes may stage the same symbol at once (docs/scan.md); the
-        returned ``StageResult`` pickles, for a finalize elsewhere. ``job`` (letters, digits,
-        ``_``, ``.``) tags the staged keys, so that ``delete_staged_data(symbol, job=...)`` can
-        abort every entry of one job, also those of a worker that died before reporting.
-        ``bloom_min_distinct`` (arcticlite only): the Bloom-filter threshold of these staged
-        segments instead of the library's, as for :meth:`write` (a finalize keeps the staged
-        segments, and so their filters).
+        returned ``StageResult`` pickles, for a finalize elsewhere. Costs the segments'
+        writes and no commit: readers see nothing until :meth:`finalize_staged_data`.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol the data is staged for (it need not exist).
+        data : pandas.DataFrame | pandas.Series | pyarrow.Table | polars.DataFrame
+            A table, as for :meth:`write`.
+        validate_index : bool
+            Refuse an unsorted DatetimeIndex (``UnsortedDataException``).
+        sort_on_index : bool
+            Sort the rows by the index before staging them.
+        sort_columns : list of str, optional
+            Sort the rows by these columns (after the index, when ``sort_on_index``).
+        index_column : str, optional
+            For Arrow/polars input: the column to use as index.
+        job : str, optional
+            A tag (letters, digits, ``_``, ``.``) on the staged keys, so that
+            ``delete_staged_data(symbol, job=...)`` can abort every entry of one job, also those
+            of a worker that died before reporting.
+        bloom_min_distinct : int or None, optional
+            arcticlite only: the Bloom-filter threshold of these staged segments instead of the
+            library's, as for :meth:`write` (a finalize keeps the staged segments, and so their
+            filters).
+
+        Returns
+        -------
+        StageResult
+            The staged keys, to finalize exactly these with ``stage_results=[...]``.
+
+        Raises
+        ------
+        UnsortedDataException
+            ``validate_index`` and the DatetimeIndex is not sorted.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> result = lib.stage("S", df.iloc[:2])
+        >>> result.symbol, lib.get_staged_symbols(), lib.has_symbol("S")
+        ('S', ['S'], False)
         """
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
@@ -1271,13 +1504,47 @@ class Library:
         return StageResult(symbol=sym, staged_keys=(key,), segment_counts=(segments,))
 
     def get_staged_symbols(self) -> list[str]:
-        """Symbols with staged data waiting for a finalize."""
+        """Symbols with staged data waiting for a finalize.
+
+        Lists the staged keys of the library (one listing of the store).
+
+        Returns
+        -------
+        list of str
+            Sorted symbol names.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.stage("B", pd.DataFrame({"px": [1.0]}))
+        >>> _ = lib.stage("A", pd.DataFrame({"px": [2.0]}))
+        >>> lib.get_staged_symbols()
+        ['A', 'B']
+        """
         return staged_symbols(self._table)
 
     @_mutates
     def delete_staged_data(self, symbol: str | StageResult | list[StageResult], *, job: str | None = None) -> None:
         """Forget staged data: of ``symbol`` (of its ``job`` only, when given), or exactly the
-        given ``StageResult`` s. Its segments become unreachable and ``gc`` removes them."""
+        given ``StageResult`` s. Its segments become unreachable and ``gc`` removes them.
+
+        Parameters
+        ----------
+        symbol : str | StageResult | list of StageResult
+            A symbol (all its staged data, or its ``job``'s) or the results of :meth:`stage`.
+        job : str, optional
+            Only the staged data tagged with this job (see :meth:`stage`).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.stage("S", pd.DataFrame({"px": [1.0]}))
+        >>> lib.delete_staged_data("S")
+        >>> lib.get_staged_symbols()
+        []
+        """
         if isinstance(symbol, StageResult):
             keys = list(symbol.staged_keys)
         elif isinstance(symbol, list):
@@ -1293,12 +1560,55 @@ class Library:
                              stage_results: list[StageResult] | None = None) -> VersionedItem:
         """Commit staged data as one new version (``write``) or after the latest (``append``).
 
-        Staged segments are referenced, not copied. They must be ordered and non-overlapping,
-        and in ``append`` mode start at or after the last stored row, unless
-        ``validate_index=False``: then they are committed in order of their first index value
-        and the symbol's index is marked unsorted. With ``stage_results``, exactly those are
-        committed (others stay staged); if any of their staged data no longer exists (already
-        finalized or deleted), ``MissingKeysInStageResultsError`` is raised and nothing changes.
+        Staged segments are referenced, not copied, so a finalize costs one commit and an index
+        whatever the data's size. They must be ordered and non-overlapping, and in ``append``
+        mode start at or after the last stored row, unless ``validate_index=False``: then they
+        are committed in order of their first index value and the symbol's index is marked
+        unsorted. With ``stage_results``, exactly those are committed (others stay staged).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to commit the staged data of.
+        mode : StagedDataFinalizeMethod or str
+            ``WRITE`` (``"write"``: replaces the data) or ``APPEND`` (``"append"``).
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+        metadata : Any, optional
+            The new version's metadata.
+        validate_index : bool
+            Refuse staged data that overlaps or is out of order.
+        delete_staged_data_on_failure : bool
+            Forget the staged data when the finalize fails (it stays staged otherwise).
+        stage_results : list of StageResult, optional
+            Commit exactly these (from :meth:`stage`), not every staged entry of the symbol.
+
+        Returns
+        -------
+        VersionedItem
+            The new version; no data.
+
+        Raises
+        ------
+        UserInputException
+            Nothing is staged for the symbol.
+        MissingKeysInStageResultsError
+            Some of ``stage_results`` are no longer staged (already finalized or deleted);
+            nothing changes.
+        UnsortedDataException
+            ``validate_index`` and the staged data overlaps or is out of order.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.stage("S", df.iloc[:2])
+        >>> _ = lib.stage("S", df.iloc[2:])
+        >>> lib.finalize_staged_data("S").version
+        0
+        >>> lib.read("S").data["px"].tolist(), lib.get_staged_symbols()
+        ([1.0, 2.0, 3.0], [])
         """
         sym = check_symbol(symbol)
         append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
@@ -1311,7 +1621,48 @@ class Library:
                                       prune_previous_versions: bool | None = None, metadata: Any = None,
                                       delete_staged_data_on_failure: bool = False,
                                       stage_results: list[StageResult] | None = None) -> VersionedItem:
-        """Like :meth:`finalize_staged_data`, but staged data may interleave: it is merged and sorted."""
+        """Like :meth:`finalize_staged_data`, but staged data may interleave: it is merged and sorted.
+
+        Costs reading and writing the staged rows once (a k-way merge of sorted runs).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to commit the staged data of.
+        mode : StagedDataFinalizeMethod or str
+            ``WRITE`` or ``APPEND``.
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+        metadata : Any, optional
+            The new version's metadata.
+        delete_staged_data_on_failure : bool
+            Forget the staged data when the finalize fails.
+        stage_results : list of StageResult, optional
+            Commit exactly these, not every staged entry of the symbol.
+
+        Returns
+        -------
+        VersionedItem
+            The new version; no data.
+
+        Raises
+        ------
+        UserInputException
+            Nothing is staged for the symbol.
+        MissingKeysInStageResultsError
+            Some of ``stage_results`` are no longer staged; nothing changes.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.stage("S", df.iloc[2:])
+        >>> _ = lib.stage("S", df.iloc[:2])
+        >>> _ = lib.sort_and_finalize_staged_data("S")
+        >>> lib.read("S").data["px"].tolist()
+        [1.0, 2.0, 3.0]
+        """
         sym = check_symbol(symbol)
         append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
         return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
@@ -1365,20 +1716,109 @@ class Library:
 
     # -- maintenance ----------------------------------------------------------------------------
     def compact_data_explain_plan(self, symbol: str, rows_per_segment: int | None = None) -> CompactionPlan:
-        """What :meth:`compact_data` would rewrite, without writing anything."""
+        """What :meth:`compact_data` would rewrite, without writing anything.
+
+        Reads the symbol's index only (no data segments).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to plan for.
+        rows_per_segment : int, optional
+            Target rows per segment (default: the library's).
+
+        Returns
+        -------
+        CompactionPlan
+            ``will_do_work``, the version ids before and after, and the row slices before and
+            after (ArcticDB's ``CompactDataInfo``).
+
+        Raises
+        ------
+        UserInputException
+            ``rows_per_segment`` is not a positive int.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [0.0]}, index=[pd.Timestamp("2024-01-01")]))
+        >>> for i in range(1, 5):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> plan = lib.compact_data_explain_plan("S")
+        >>> plan.will_do_work, plan.num_row_slices_before, plan.num_row_slices_after
+        (True, 5, 1)
+        """
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         return plan_compaction(self._table, head, self._engine.live_from_head(sym, head), sym, args.positive(rows_per_segment, "rows_per_segment"))[0]
 
     def is_symbol_fragmented(self, symbol: str, segment_size: int | None = None) -> bool:
-        """Whether compaction would remove at least 100 segments (ArcticDB's rule)."""
+        """Whether compaction would remove at least 100 segments (ArcticDB's rule).
+
+        Reads the symbol's index only, as :meth:`compact_data_explain_plan`.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to check.
+        segment_size : int, optional
+            Target rows per segment (default: the library's).
+
+        Returns
+        -------
+        bool
+            True when compacting would leave at least 100 fewer segments.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [0.0]}, index=[pd.Timestamp("2024-01-01")]))
+        >>> for i in range(1, 5):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> lib.is_symbol_fragmented("S")  # 5 segments would become 1: fewer than 100 removed
+        False
+        """
         plan = self.compact_data_explain_plan(symbol, segment_size)
         return plan.segments_before - plan.segments_after >= FRAGMENTED_SEGMENT_COUNT
 
     @_mutates
     def defragment_symbol_data(self, symbol: str, segment_size: int | None = None,
                                prune_previous_versions: bool | None = None) -> VersionedItem:
-        """Deprecated ArcticDB name of :meth:`compact_data`; raises when nothing needs compacting."""
+        """Deprecated ArcticDB name of :meth:`compact_data`; raises when nothing needs compacting.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to compact.
+        segment_size : int, optional
+            Target rows per segment (default: the library's).
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+
+        Returns
+        -------
+        VersionedItem
+            The compacted version; no data.
+
+        Raises
+        ------
+        InternalException
+            The symbol is not fragmented (:meth:`is_symbol_fragmented` is False).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [0.0]}, index=[pd.Timestamp("2024-01-01")]))
+        >>> for i in range(1, 5):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> lib.defragment_symbol_data("S")
+        Traceback (most recent call last):
+        ...
+        arcticlite.exceptions.InternalException: E_ASSERTION_FAILURE: Nothing to compact in symbol 'S'
+        """
         if not self.is_symbol_fragmented(symbol, segment_size):
             raise InternalException(f"E_ASSERTION_FAILURE: Nothing to compact in symbol {symbol!r}")
         return self.compact_data(symbol, segment_size, prune_previous_versions)
@@ -1438,10 +1878,44 @@ class Library:
 
     @_mutates
     def compact_data_tasks(self, symbol: str, rows_per_segment: int | None = None) -> CompactionJob:
-        """Plan :meth:`compact_data` for parallel execution (the Spark connector's
-        maintenance helper): one picklable task per run of small or oversized row slices, each
-        runnable in any process from the library's URI (``task.execute()`` returns its new
-        leaf rows); then :meth:`commit_compaction` commits them as one version."""
+        """Plan :meth:`compact_data` for parallel execution (the Spark connector's maintenance
+        helper).
+
+        One picklable task per run of small or oversized row slices (per group of deltas, for a
+        version with delta segments), each runnable in any process from the library's URI
+        (``task.execute()`` returns its new leaf rows); then :meth:`commit_compaction` commits
+        them as one version. Planning reads the index only; the tasks do the reading and writing.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to compact.
+        rows_per_segment : int, optional
+            Target rows per segment (default: the library's).
+
+        Returns
+        -------
+        CompactionJob
+            ``symbol``, ``plan``, ``tasks`` and the version planned from (``base_seq``).
+
+        Raises
+        ------
+        UserInputException
+            ``rows_per_segment`` is not a positive int.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo")
+        >>> for i in range(4):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> job = lib.compact_data_tasks("S")
+        >>> results = [task.execute() for task in job.tasks]  # anywhere: a Spark executor, a process pool
+        >>> lib.commit_compaction(job, results).version
+        4
+        >>> len(lib.inspect_index("S"))
+        1
+        """
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         base = self._engine.live_from_head(sym, head)
@@ -1458,9 +1932,46 @@ class Library:
     @_mutates
     def commit_compaction(self, job: CompactionJob, results: list[Any],
                           prune_previous_versions: bool | None = None) -> VersionedItem:
-        """Commit the results of ``job``'s tasks (in task order) as one new version, rebased on
-        rows appended meanwhile (copy-on-write; a symbol rewritten meanwhile makes it give up
-        with ``CommitConflictError``). A job with no tasks returns the version it planned."""
+        """Commit the results of ``job``'s tasks (in task order) as one new version.
+
+        Rebased on rows appended meanwhile (copy-on-write); a symbol rewritten meanwhile makes
+        it give up with ``CommitConflictError``, and the tasks' segments become garbage for
+        :meth:`gc`. A job with no tasks returns the version it planned.
+
+        Parameters
+        ----------
+        job : CompactionJob
+            From :meth:`compact_data_tasks`.
+        results : list
+            What each of ``job.tasks`` returned from ``execute()``, in task order.
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+
+        Returns
+        -------
+        VersionedItem
+            The compacted version (or the planned one when there was nothing to do); no data.
+
+        Raises
+        ------
+        NoSuchVersionException
+            The version the job was planned from was deleted.
+        CommitConflictError
+            The symbol was rewritten since the job was planned.
+        UserInputException
+            The number of results is not the number of tasks.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo")
+        >>> for i in range(3):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> job = lib.compact_data_tasks("S")
+        >>> item = lib.commit_compaction(job, [task.execute() for task in job.tasks])
+        >>> item.version, lib.read("S").data["px"].tolist()
+        (3, [0.0, 1.0, 2.0])
+        """
         sym = job.symbol
         base = self._engine.read_record(sym, job.base_seq)
         if base is None or not base.is_data:
@@ -1485,6 +1996,7 @@ class Library:
         Parameters
         ----------
         symbol : str
+            The symbol to plan for.
         as_of : int | str | datetime, optional
             The version planned (default: the latest).
         memory_budget : int, optional
@@ -1497,6 +2009,21 @@ class Library:
             ``layers`` / ``delta_rows`` pending, ``due`` (per the library's
             ``compaction_deltas`` / ``compaction_delta_share``), ``tasks`` (one per group) and
             ``groups()`` (a row per group: base rows, index interval, changes, bytes).
+
+        Raises
+        ------
+        InternalException
+            The version is pickled data.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> plan = lib.compaction_plan("S")
+        >>> plan.layers, plan.delta_rows, len(plan.tasks)  # a plain write has no deltas
+        (0, 0, 0)
         """
         sym = check_symbol(symbol)
         rec = self._resolve(sym, as_of)
@@ -1523,6 +2050,40 @@ class Library:
         reused. A write committed meanwhile makes it give up with ``CommitConflictError``,
         keeping the writer's data (a metadata-only commit is rebased onto). With no deltas,
         returns the latest version. ``compact_data`` does the same for a version with deltas.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol to fold.
+        workers : int
+            Tasks run at once (threads).
+        memory_budget : int, optional
+            Stored bytes of base row groups one task may read (default 256 MiB).
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+
+        Returns
+        -------
+        VersionedItem
+            The folded version (or the latest, when there was nothing to fold); no data.
+
+        Raises
+        ------
+        StorageException
+            The symbol does not exist.
+        UserInputException
+            ``workers`` is not a positive int.
+        CommitConflictError
+            The symbol was rewritten meanwhile.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3))
+        >>> _ = lib.write("S", df)
+        >>> lib.compact_deltas("S").version  # nothing to fold: the latest version
+        0
         """
         sym = check_symbol(symbol)
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -1541,6 +2102,9 @@ class Library:
     def gc(self, grace_period: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
         """Delete data segments and index nodes that nothing can reach.
 
+        Lists every key of the library and reads every live version's index: its cost grows
+        with the library, not with what it deletes. Run it periodically, not after each write.
+
         Parameters
         ----------
         grace_period : float
@@ -1556,9 +2120,22 @@ class Library:
             Keys scanned, found unreachable, deleted, and deferred (unreachable for less than
             the grace period).
 
+        Raises
+        ------
+        PermissionException
+            The library is read-only and ``dry_run`` is False.
+
         Notes
         -----
         Safe while readers and writers run (with a grace period longer than any commit).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+        >>> lib.gc(dry_run=True).unreachable
+        0
         """
         if not dry_run and self._read_only:
             self._refuse_write("gc")
@@ -1609,12 +2186,44 @@ class Library:
 
     @_mutates
     def reload_symbol_list(self) -> None:
-        """Rebuild the symbol-list cache from the version refs."""
+        """Rebuild the symbol-list cache from the version refs.
+
+        Lists every symbol's ref: use it only if :meth:`list_symbols` seems wrong (the list is
+        kept up to date by every write and delete, also concurrent ones).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+        >>> lib.reload_symbol_list()
+        >>> lib.list_symbols()
+        ['S']
+        """
         self._symbol_list.rebuild()
 
     @_mutates
     def compact_symbol_list(self) -> int:
-        """Compact the symbol-list journal into one key; returns the number of keys merged."""
+        """Compact the symbol-list journal into one key.
+
+        Each write of a new symbol and each delete adds a journal key, which
+        :meth:`list_symbols` reads; compacting merges them (it also happens on its own when the
+        journal grows). Safe with concurrent writers: their entries are kept.
+
+        Returns
+        -------
+        int
+            The number of journal keys merged.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0]}))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [1.0]}))
+        >>> lib.compact_symbol_list() >= 0, lib.list_symbols()
+        (True, ['A', 'B'])
+        """
         return self._symbol_list.compact()
 
     def list_versions(self, symbol: str | None = None, snapshot: str | None = None, latest_only: bool = False,
@@ -1827,26 +2436,113 @@ class Library:
 
     # -- introspection --------------------------------------------------------------------------
     def admin_tools(self) -> AdminTools:
-        """Storage statistics of this library (ArcticDB's ``Library.admin_tools()``)."""
+        """Storage statistics of this library (ArcticDB's ``Library.admin_tools()``).
+
+        Returns
+        -------
+        AdminTools
+            ``get_sizes()``, ``get_sizes_by_symbol()``, ``get_sizes_for_symbol(symbol)``: keys
+            and bytes by key type (each lists and sizes the library's keys).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0]}))
+        >>> sizes = lib.admin_tools().get_sizes_for_symbol("S")
+        >>> sizes[adb.KeyType.TABLE_DATA].count
+        1
+        """
         return AdminTools(self._store, self._keys)
 
     def inspect_versions(self, symbol: str) -> Any:
-        """Every commit of ``symbol`` newest first: kind, live, rows, segments, created."""
+        """Every commit of ``symbol``, newest first: kind, live, rows, segments, created.
+
+        Reads every version record of the symbol (one small read each).
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per commit: ``version``, ``commit``, ``kind`` (write, append, update, ...),
+            ``live``, ``rows``, ``segments``, ``index_height``, ``deltas``, ``delta_rows``,
+            ``created``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}, index=[pd.Timestamp("2024-01-01")]))
+        >>> _ = lib.append("S", pd.DataFrame({"px": [2.0]}, index=[pd.Timestamp("2024-01-02")]))
+        >>> lib.inspect_versions("S")[["version", "kind", "live", "rows"]].values.tolist()
+        [[1, 'append', True, 2], [0, 'write', True, 1]]
+        """
         sym = check_symbol(symbol)
         head = self._engine.head(sym)
         return describe.versions_frame(head, list(self._engine.history(sym, head)) if head is not None else [])
 
     def inspect_index(self, symbol: str, as_of: Any = None) -> Any:
-        """The table-index rows of a version: one per segment (row range, column range,
-        index range, key, bytes, and whether it is the symbol's open tail: written plain by a
-        small append, to be replaced by the next one with its rows added)."""
+        """The table-index rows of a version: one per segment.
+
+        Row range, column range, index range, key, bytes, whether it holds deltas, and whether it
+        is the symbol's open tail (written plain by a small append, to be replaced by the next one
+        with its rows added). Reads the version's index only.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol.
+        as_of : int | str | datetime, optional
+            The version (default: the latest).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``start_row``, ``end_row``, ``start_col``, ``end_col``, ``min_index``, ``max_index``,
+            ``seg_offset``, ``seg_rows``, ``bytes``, ``open_tail``, ``delta``, ``key``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0]}))
+        >>> lib.inspect_index("S")[["start_row", "end_row"]].values.tolist()
+        [[0, 2]]
+        """
         sym = check_symbol(symbol)
         rec = self._resolve(sym, as_of)
         return describe.index_frame(self._keys, sym, self._table.index(sym).leaves(rec.index or EMPTY_ROOT))
 
     def inspect_segments(self, symbol: str, as_of: Any = None) -> Any:
-        """Per segment and column: rows, pages, encodings and compressed / raw bytes
-        (reads segment metadata only)."""
+        """Per segment and column: rows, pages, encodings and compressed / raw bytes.
+
+        Reads each segment's metadata (its footer), not its data.
+
+        Parameters
+        ----------
+        symbol : str
+            The symbol.
+        as_of : int | str | datetime, optional
+            The version (default: the latest).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``key``, ``segment_bytes``, ``column``, ``rows``, ``pages``, ``encodings``,
+            ``compressed``, ``raw``; for pickled data, the rows of :meth:`inspect_index`.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+        >>> lib.inspect_segments("S")[["column", "rows"]].values.tolist()
+        [['__index__', 2], ['px', 2]]
+        """
         idx = self.inspect_index(symbol, as_of)
         if self._resolve(check_symbol(symbol), as_of).pickled:
             return idx
@@ -1898,7 +2594,38 @@ class Library:
     @_mutates
     def write_pickle_batch(self, payloads: list[WritePayload],
                            prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
-        """Write many symbols' objects pickled."""
+        """Write many symbols' objects pickled (as :meth:`write_pickle`), in parallel where the
+        store benefits.
+
+        A failed item comes back in place as a :class:`DataError`; the others are written.
+
+        Parameters
+        ----------
+        payloads : list of WritePayload
+            One per symbol (each symbol at most once); ``data`` may be any picklable object.
+        prune_previous_versions : bool, optional
+            Delete earlier versions after each write (default: the library's option).
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``payloads``.
+
+        Raises
+        ------
+        ArcticDuplicateSymbolsInBatchException
+            A symbol appears twice.
+        ArcticDbNotYetImplemented
+            A payload's metadata is above 16 MiB once encoded (nothing of the batch is written).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> items = lib.write_pickle_batch([adb.WritePayload("cfg", {"a": 1}), adb.WritePayload("ids", [1, 2])])
+        >>> [i.version for i in items], lib.read("ids").data
+        ([0, 0], [1, 2])
+        """
         batch.check_unique(args.payloads(payloads, WritePayload, "write_pickle_batch"), "write_pickle_batch")
         batch.check_metadata_size(payloads)
         return self._run_batch("write_pickle_batch", payloads, lambda p: self.write_pickle(
@@ -1908,7 +2635,45 @@ class Library:
     @_mutates
     def append_batch(self, append_payloads: list[WritePayload], prune_previous_versions: bool | None = None,
                      validate_index: bool = True, compact_data: bool = False) -> list[VersionedItem | DataError]:
-        """Append to many symbols."""
+        """Append to many symbols (as :meth:`append`), in parallel where the store benefits.
+
+        A failed item comes back in place as a :class:`DataError`; the others are appended.
+        Each append is safe with concurrent writers of its symbol (it rebases).
+
+        Parameters
+        ----------
+        append_payloads : list of WritePayload
+            One per symbol (each symbol at most once).
+        prune_previous_versions : bool, optional
+            Delete earlier versions after each append (default: the library's option).
+        validate_index : bool
+            As for :meth:`append`.
+        compact_data : bool
+            Accepted for ArcticDB compatibility; appends keep their own segments.
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``append_payloads``.
+
+        Raises
+        ------
+        ArcticDuplicateSymbolsInBatchException
+            A symbol appears twice.
+        ArcticUnsupportedDataTypeException
+            A payload's data is not a table.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2))
+        >>> _ = lib.write("A", df)
+        >>> later = pd.DataFrame({"px": [3.0]}, index=[pd.Timestamp("2024-01-03")])
+        >>> items = lib.append_batch([adb.WritePayload("A", later), adb.WritePayload("B", later)])
+        >>> [(i.symbol, i.version) for i in items]
+        [('A', 1), ('B', 0)]
+        """
         batch.check_unique(args.payloads(append_payloads, WritePayload, "append_batch"), "append_batch")
         batch.check_payload_data(append_payloads)
         batch.check_metadata_size(append_payloads)
@@ -1919,7 +2684,42 @@ class Library:
     @_mutates
     def update_batch(self, update_payloads: list[UpdatePayload], upsert: bool = False,
                      prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
-        """Update many symbols."""
+        """Update many symbols (as :meth:`update`), in parallel where the store benefits.
+
+        A failed item comes back in place as a :class:`DataError`; the others are updated.
+
+        Parameters
+        ----------
+        update_payloads : list of UpdatePayload
+            One per symbol (each symbol at most once), each with its own optional ``date_range``.
+        upsert : bool
+            Create a symbol that does not exist.
+        prune_previous_versions : bool, optional
+            Delete earlier versions after each update (default: the library's option).
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``update_payloads``.
+
+        Raises
+        ------
+        ArcticDuplicateSymbolsInBatchException
+            A symbol appears twice.
+        ArcticUnsupportedDataTypeException
+            A payload's data is not a table.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2))
+        >>> _ = lib.write("A", df)
+        >>> fix = pd.DataFrame({"px": [20.0]}, index=[pd.Timestamp("2024-01-02")])
+        >>> items = lib.update_batch([adb.UpdatePayload("A", fix), adb.UpdatePayload("missing", fix)])
+        >>> items[0].version, type(items[1]).__name__, lib.read("A").data["px"].tolist()
+        (1, 'DataError', [1.0, 20.0])
+        """
         batch.check_unique(args.payloads(update_payloads, UpdatePayload, "update_batch"), "update_batch")
         batch.check_payload_data(update_payloads)
         batch.check_metadata_size(update_payloads)
@@ -1930,7 +2730,39 @@ class Library:
     @_mutates
     def write_metadata_batch(self, write_metadata_payloads: list[WriteMetadataPayload],
                              prune_previous_versions: bool | None = None) -> list[VersionedItem | DataError]:
-        """New metadata for many symbols."""
+        """New metadata for many symbols (as :meth:`write_metadata`): no data is rewritten.
+
+        A failed item comes back in place as a :class:`DataError`.
+
+        Parameters
+        ----------
+        write_metadata_payloads : list of WriteMetadataPayload
+            One per symbol (each symbol at most once).
+        prune_previous_versions : bool, optional
+            Delete earlier versions after each commit (default: the library's option).
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``write_metadata_payloads``.
+
+        Raises
+        ------
+        ArcticDuplicateSymbolsInBatchException
+            A symbol appears twice.
+        ArcticDbNotYetImplemented
+            A payload's metadata is above 16 MiB once encoded (nothing of the batch is written).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2))
+        >>> _ = lib.write("A", df)
+        >>> _ = lib.write_metadata_batch([adb.WriteMetadataPayload("A", {"source": "feed"})])
+        >>> lib.read_metadata("A").metadata
+        {'source': 'feed'}
+        """
         batch.check_unique(args.payloads(write_metadata_payloads, WriteMetadataPayload, "write_metadata_batch"), "write_metadata_batch")
         batch.check_metadata_size(write_metadata_payloads)
         return self._run_batch("write_metadata_batch", write_metadata_payloads, lambda p: self.write_metadata(
@@ -1987,7 +2819,42 @@ class Library:
                             output_format: Any = None, **_: Any) -> Any:
         """Read the symbols and join their rows: ``query_builder`` starts with
         ``concat("outer" | "inner")``; its later clauses run on the joined rows (see
-        :func:`arcticlite.concat`). Returns a ``VersionedItemWithJoin``; a failed read raises."""
+        :func:`arcticlite.concat`).
+
+        Each symbol is read as :meth:`read` would (in parallel where the store benefits), with
+        its request's own ``as_of``, ``date_range``, ``columns`` and ``query_builder``.
+
+        Parameters
+        ----------
+        symbols : list of str or ReadRequest
+            What to read and join, in order.
+        query_builder : QueryBuilder
+            ``QueryBuilder().concat(join)`` and then any clauses for the joined rows.
+        output_format : optional
+            As for :meth:`read`.
+
+        Returns
+        -------
+        VersionedItemWithJoin
+            The joined data and the ``VersionedItem`` of every symbol read.
+
+        Raises
+        ------
+        UserInputException
+            ``query_builder`` does not start with ``concat()``.
+        NoDataFoundException
+            A symbol or version does not exist (a failed read raises; no ``DataError``).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0]}, index=[pd.Timestamp("2024-01-01")]))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [2.0]}, index=[pd.Timestamp("2024-01-02")]))
+        >>> joined = lib.read_batch_and_join(["A", "B"], adb.QueryBuilder().concat())
+        >>> joined.data["px"].tolist(), [v.symbol for v in joined.versions]
+        ([1.0, 2.0], ['A', 'B'])
+        """
         if not isinstance(query_builder, QueryBuilder) or not query_builder.clauses:
             raise UserInputException("E_INVALID_USER_ARGUMENT read_batch_and_join called with no clauses: "
                                      "pass QueryBuilder().concat() (then any clauses for the joined rows)")
@@ -2002,7 +2869,29 @@ class Library:
 
     @staticmethod
     def parse_list_of_symbols(symbols: list[str | ReadInfoRequest]) -> tuple[list[str], list[Any]]:
-        """Names and ``as_of`` values of ``symbols`` (names or ``ReadInfoRequest`` s)."""
+        """Names and ``as_of`` values of ``symbols`` (names or ``ReadInfoRequest`` s).
+
+        Parameters
+        ----------
+        symbols : list of str or ReadInfoRequest
+            As given to :meth:`read_metadata_batch` / :meth:`get_description_batch`.
+
+        Returns
+        -------
+        tuple of (list of str, list)
+            The names, and the ``as_of`` of each (``None`` for a bare name).
+
+        Raises
+        ------
+        ArcticInvalidApiUsageException
+            An item is neither a str nor a ``ReadInfoRequest``.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> adb.Library.parse_list_of_symbols(["A", adb.ReadInfoRequest("B", as_of=2)])
+        (['A', 'B'], [None, 2])
+        """
         names: list[str] = []
         as_ofs: list[Any] = []
         for s in symbols:
@@ -2018,20 +2907,91 @@ class Library:
         return names, as_ofs
 
     def read_metadata_batch(self, symbols: list[str | ReadInfoRequest]) -> list[VersionedItem | DataError]:
-        """Metadata of many symbols."""
+        """Metadata of many symbols (as :meth:`read_metadata`: no data is read).
+
+        A failed item comes back in place as a :class:`DataError`.
+
+        Parameters
+        ----------
+        symbols : list of str or ReadInfoRequest
+            Names (latest version) or requests with an ``as_of``.
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``symbols``; each item's ``data`` is ``None``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2))
+        >>> _ = lib.write("A", df, metadata={"v": 0})
+        >>> _ = lib.write("A", df, metadata={"v": 1})
+        >>> got = lib.read_metadata_batch(["A", adb.ReadInfoRequest("A", as_of=0), "missing"])
+        >>> got[0].metadata, got[1].metadata, type(got[2]).__name__
+        ({'v': 1}, {'v': 0}, 'DataError')
+        """
         reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]
         return self._run_batch("read_metadata_batch", reqs, lambda r: self.read_metadata(r.symbol, as_of=r.as_of),
                                lambda r: r.symbol, lambda r: r.as_of)
 
     def get_description_batch(self, symbols: list[str | ReadInfoRequest]) -> list[Any]:
-        """Descriptions of many symbols."""
+        """Descriptions of many symbols (as :meth:`get_description`: index and footers, no data).
+
+        A failed item comes back in place as a :class:`DataError`.
+
+        Parameters
+        ----------
+        symbols : list of str or ReadInfoRequest
+            Names (latest version) or requests with an ``as_of``.
+
+        Returns
+        -------
+        list of SymbolDescription or DataError
+            In the order of ``symbols``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2))
+        >>> _ = lib.write("A", df)
+        >>> [d.row_count for d in lib.get_description_batch(["A"])]
+        [2]
+        """
         reqs = [s if isinstance(s, ReadInfoRequest) else ReadInfoRequest(symbol=s) for s in symbols]
         return self._run_batch("get_description_batch", reqs, lambda r: self.get_description(r.symbol, as_of=r.as_of),
                                lambda r: r.symbol, lambda r: r.as_of)
 
     @_mutates
     def delete_batch(self, delete_requests: list[str | DeleteRequest]) -> list[DataError | None]:
-        """Delete many symbols (or versions of them)."""
+        """Delete many symbols, or versions of them (as :meth:`delete`).
+
+        A failed item comes back in place as a :class:`DataError`; the others are deleted.
+
+        Parameters
+        ----------
+        delete_requests : list of str or DeleteRequest
+            A name deletes every version of the symbol; a ``DeleteRequest`` names versions.
+
+        Returns
+        -------
+        list of DataError or None
+            ``None`` for each item deleted, in order.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2))
+        >>> for s in ("A", "B", "B"):
+        ...     _ = lib.write(s, df)
+        >>> lib.delete_batch(["A", adb.DeleteRequest("B", [0])])
+        [None, None]
+        >>> lib.list_symbols(), [v.version for v in lib.list_versions("B")]
+        (['B'], [1])
+        """
         reqs = [d if isinstance(d, DeleteRequest) else DeleteRequest(symbol=d, version_ids=None)  # type: ignore[arg-type]
                 for d in delete_requests]
         return self._run_batch("delete_batch", reqs, lambda r: self.delete(r.symbol, r.version_ids), lambda r: r.symbol)
@@ -2039,6 +2999,32 @@ class Library:
     @_mutates
     def compact_data_batch(self, symbols: list[str], rows_per_segment: int | None = None,
                            prune_previous_versions: bool | None = None) -> list[Any]:
-        """Compact many symbols."""
+        """Compact many symbols (as :meth:`compact_data`), in parallel where the store benefits.
+
+        A failed item comes back in place as a :class:`DataError`.
+
+        Parameters
+        ----------
+        symbols : list of str
+            The symbols to compact.
+        rows_per_segment : int, optional
+            Target rows per segment (default: the library's).
+        prune_previous_versions : bool, optional
+            Delete earlier versions afterwards (default: the library's option).
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of ``symbols``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> for i in range(3):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> [i.version for i in lib.compact_data_batch(["S"])], len(lib.inspect_index("S"))
+        ([3], 1)
+        """
         return self._run_batch("compact_data_batch", list(symbols), lambda s: self.compact_data(s, rows_per_segment, prune_previous_versions),
                                lambda s: s)
