@@ -243,7 +243,30 @@ def _flatten(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def col(name: str) -> ExpressionNode:
-    """A column reference, for use in ``QueryBuilder`` expressions (``col("a") > 1``)."""
+    """A column reference, for use in ``QueryBuilder`` expressions (``col("a") > 1``).
+
+    The same as ``q["a"]`` on a builder ``q``; it names a column, and the query fails at
+    read time when the symbol has no such column.
+
+    Parameters
+    ----------
+    name : str
+        The column's name.
+
+    Returns
+    -------
+    ExpressionNode
+        Combine it with comparisons, ``& | ^ ~``, arithmetic, ``isin``, ``isna``, ...
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("T", pd.DataFrame({"px": [1.0, 2.0, 3.0]}))
+    >>> q = adb.QueryBuilder()
+    >>> lib.read("T", query_builder=q[adb.col("px") >= 2]).data["px"].tolist()
+    [2.0, 3.0]
+    """
     return ExpressionNode("col", name)
 
 
@@ -256,6 +279,20 @@ def where(cond: Any, left: Any, right: Any) -> ExpressionNode:
         A boolean expression (comparison, ``isin``, ... or a bool column).
     left, right : ExpressionNode or scalar
         Columns, expressions or values of compatible types.
+
+    Returns
+    -------
+    ExpressionNode
+        An expression for :meth:`QueryBuilder.apply` (or a filter, when boolean).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("T", pd.DataFrame({"px": [1.0, 5.0, 3.0]}))
+    >>> q = adb.QueryBuilder().apply("capped", adb.where(adb.col("px") > 2, 2.0, adb.col("px")))
+    >>> lib.read("T", query_builder=q).data["capped"].tolist()
+    [1.0, 2.0, 2.0]
     """
     return ExpressionNode("where", cond, left, right)
 
@@ -272,18 +309,39 @@ def _check_bound(value: Any, which: str) -> None:
 class QueryBuilder:
     """A query pipeline over one symbol, executed at read time (ArcticDB's API).
 
+    ``q[cond]`` returns a new builder with a filter added; the other methods add their
+    clause to the builder they are called on and return it, so calls chain. Pass it to
+    ``Library.read(query_builder=q)``, ``read_batch``, ``head`` / ``tail`` or a
+    :class:`LazyDataFrame`. A builder is a plain value: it pickles and compares by its
+    clauses.
+
     Examples
     --------
-    >>> q = QueryBuilder()
-    >>> q = q[(q["price"] > 100) & q["sym"].isin(["A", "B"])]
-    >>> q = q.groupby("sym").agg({"price": "mean", "n": ("price", "count")})
-    >>> lib.read("trades", query_builder=q).data  # doctest: +SKIP
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+    ...                   index=pd.date_range("2024-01-01", periods=4))
+    >>> _ = lib.write("T", df)
+    >>> q = adb.QueryBuilder()
+    >>> q = q[(q["px"] > 1.5) & q["sym"].isin(["A", "B"])]
+    >>> lib.read("T", query_builder=q).data
+               sym   px
+    2024-01-02   B  2.0
+    2024-01-03   A  3.0
+    >>> q = adb.QueryBuilder().groupby("sym").agg({"px": "sum", "n": ("px", "count")})
+    >>> lib.read("T", query_builder=q).data.sort_index()
+          px  n
+    sym
+    A    4.0  2
+    B    2.0  1
+    C    4.0  1
 
     Notes
     -----
     Clauses run in order on whole columns (Arrow compute); only the columns the query and
     ``columns=`` need are fetched, and leading date ranges / index comparisons / row slices
-    limit the segments read.
+    limit the segments read, and a leading filter prunes row groups by their statistics and
+    Bloom filters (see :meth:`explain`).
     """
 
     def __init__(self) -> None:
@@ -296,12 +354,15 @@ class QueryBuilder:
 
         The read is planned and run as ``read`` would run it (its result is dropped), counting
         the segments pruned by the index range, the row groups pruned by page min/max and by
-        Bloom filters, the pages skipped inside the segments kept, and the bytes fetched.
+        Bloom filters, the pages skipped inside the segments kept, and the bytes fetched. It
+        costs what the read costs.
 
         Parameters
         ----------
         lib : arcticlite.Library
+            The library holding the symbol.
         symbol : str
+            The symbol the query would read.
         as_of, date_range, row_range, columns
             As for ``Library.read``.
 
@@ -310,11 +371,23 @@ class QueryBuilder:
         arcticlite.table.ReadExplain
             Its ``str()`` is a short report; ``to_dict()`` gives the figures.
 
+        Raises
+        ------
+        UserInputException
+            ``lib`` is not an arcticlite ``Library``.
+
         Examples
         --------
-        >>> q = QueryBuilder()
-        >>> q = q[q["ticker"] == "T00042"]
-        >>> print(q.explain(lib, "ticks"))  # doctest: +SKIP
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder()
+        >>> q = q[q["sym"] == "C"]
+        >>> report = q.explain(lib, "T")
+        >>> report.to_dict()["segments_total"]
+        1
         """
         explain = getattr(lib, "_explain", None)
         if explain is None:
@@ -353,13 +426,62 @@ class QueryBuilder:
     __hash__ = None  # type: ignore[assignment]
 
     def apply(self, name: str, expr: Any) -> QueryBuilder:
-        """Add (or replace) column ``name`` computed from ``expr``."""
+        """Add (or replace) column ``name`` computed from ``expr``, per row.
+
+        ``q["name"] = expr`` does the same.
+
+        Parameters
+        ----------
+        name : str
+            The output column; an existing column of that name is replaced.
+        expr : ExpressionNode or scalar
+            Built from columns (``q["a"]``, :func:`col`), values, arithmetic ``+ - * / **``,
+            ``abs()`` and :func:`where`.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the projection added.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder().apply("twice", adb.col("px") * 2)
+        >>> lib.read("T", query_builder=q).data["twice"].tolist()
+        [2.0, 4.0, 6.0, 8.0]
+        """
         return self._add("project", (name, expr))
 
     def groupby(self, name: str) -> QueryBuilder:
         """Group rows by the values of column ``name``; follow with :meth:`agg`.
 
-        The result is indexed by the group column; rows whose key is missing are dropped.
+        The result is indexed by the group column; rows whose key is missing are dropped. The
+        grouping runs on whole columns (Arrow compute) after the columns are read.
+
+        Parameters
+        ----------
+        name : str
+            The column to group by.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the grouping added.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder().groupby("sym").agg({"px": "max"})
+        >>> lib.read("T", query_builder=q).data.sort_index()["px"].to_dict()
+        {'A': 3.0, 'B': 2.0, 'C': 4.0}
         """
         return self._add("groupby", name)
 
@@ -371,6 +493,27 @@ class QueryBuilder:
         aggregations : dict
             ``{"col": "op"}`` or ``{"out": ("col", "op")}``; ops ``sum``, ``mean``, ``min``,
             ``max``, ``count`` (and ``first``, ``last`` after :meth:`resample`).
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the aggregation added.
+
+        Raises
+        ------
+        ArcticException
+            No :meth:`groupby` or :meth:`resample` comes before it.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder().groupby("sym").agg({"mean_px": ("px", "mean")})
+        >>> lib.read("T", query_builder=q).data.sort_index()["mean_px"].to_dict()
+        {'A': 2.0, 'B': 2.0, 'C': 4.0}
         """
         if not any(n in ("groupby", "resample") for n, _ in self.clauses):
             raise ArcticException("Aggregation only makes sense after groupby or resample")
@@ -378,10 +521,50 @@ class QueryBuilder:
 
     def resample(self, rule: str | pd.DateOffset, closed: str | None = None, label: str | None = None,
                  offset: Any = None, origin: Any = "epoch") -> QueryBuilder:
-        """Bucket a timeseries by fixed-width time bins (``rule`` like ``"15min"``, ``"1h30min"``).
+        """Bucket a timeseries by fixed-width time bins; follow with :meth:`agg`.
 
         ``closed`` / ``label`` / ``offset`` / ``origin`` mean what they mean in
-        ``pandas.DataFrame.resample``; empty buckets are not output. Follow with :meth:`agg`.
+        ``pandas.DataFrame.resample``; empty buckets are not output.
+
+        Parameters
+        ----------
+        rule : str or pandas.DateOffset
+            The bin width, like ``"15min"``, ``"1h30min"`` or ``"2D"`` (fixed widths only: no
+            months or business days).
+        closed : {"left", "right"}, optional
+            Which end of a bin is inclusive (default as pandas: left).
+        label : {"left", "right"}, optional
+            Which end labels a bin (default as pandas: left).
+        offset : str or pandas.Timedelta, optional
+            Shift of the bins from ``origin``.
+        origin : str or pandas.Timestamp
+            Where bins start: ``"epoch"`` (default), ``"start"``, ``"start_day"``, ``"end"``,
+            ``"end_day"`` or a timestamp (only ``"epoch"`` or a timestamp together with a
+        date range).
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the resampling added.
+
+        Raises
+        ------
+        ArcticDbNotYetImplemented
+            ``rule`` is not a fixed-width frequency.
+        ArcticException
+            ``closed`` or ``label`` is not ``"left"``, ``"right"`` or None, or ``rule`` is not
+            a positive duration.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder().resample("2D", origin="start").agg({"px": "sum"})
+        >>> lib.read("T", query_builder=q).data["px"].tolist()
+        [3.0, 7.0]
         """
         if closed not in (None, "left", "right"):
             raise ArcticException(f"closed kwarg to resample must be `left`, 'right', or None, but received {closed!r}")
@@ -400,45 +583,252 @@ class QueryBuilder:
         return self._add("resample", (rule, closed, label, offset, origin))
 
     def date_range(self, date_range: tuple[Any, Any]) -> QueryBuilder:
-        """Keep rows whose timestamp index is in ``date_range`` (both ends inclusive; ``None`` = open)."""
+        """Keep rows whose timestamp index is in ``date_range`` (both ends inclusive).
+
+        As the first clause it limits the segments read, as ``read(date_range=...)`` does.
+
+        Parameters
+        ----------
+        date_range : tuple
+            ``(start, end)``: datetimes, dates or Timestamps; ``None`` leaves that end open.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the date range added.
+
+        Raises
+        ------
+        TypeError
+            A bound is not a datetime, date or Timestamp.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder().date_range((pd.Timestamp("2024-01-02"), None))
+        >>> lib.read("T", query_builder=q).data["px"].tolist()
+        [2.0, 3.0, 4.0]
+        """
         start, end = date_range
         _check_bound(start, "start")
         _check_bound(end, "end")
         return self._add("date_range", (start, end))
 
     def head(self, n: int = 5) -> QueryBuilder:
-        """The first ``n`` rows (all but the last ``|n|`` when negative)."""
+        """The first ``n`` rows (all but the last ``|n|`` when negative).
+
+        As the first clause only the segments holding those rows are read.
+
+        Parameters
+        ----------
+        n : int
+            How many rows.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the clause added.
+
+        Raises
+        ------
+        TypeError
+            ``n`` is not an integer.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> lib.read("T", query_builder=adb.QueryBuilder().head(2)).data["px"].tolist()
+        [1.0, 2.0]
+        """
         return self._add("head", _int(n))
 
     def tail(self, n: int = 5) -> QueryBuilder:
-        """The last ``n`` rows (all but the first ``|n|`` when negative)."""
+        """The last ``n`` rows (all but the first ``|n|`` when negative).
+
+        As the first clause only the segments holding those rows are read.
+
+        Parameters
+        ----------
+        n : int
+            How many rows.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the clause added.
+
+        Raises
+        ------
+        TypeError
+            ``n`` is not an integer.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> lib.read("T", query_builder=adb.QueryBuilder().tail(-3)).data["px"].tolist()
+        [4.0]
+        """
         return self._add("tail", _int(n))
 
     def row_range(self, row_range: tuple[int | None, int | None]) -> QueryBuilder:
-        """Rows ``start:end`` like ``DataFrame.iloc`` (negatives count from the end)."""
+        """Rows ``start:end`` like ``DataFrame.iloc`` (negatives count from the end).
+
+        As the first clause only the segments holding those rows are read.
+
+        Parameters
+        ----------
+        row_range : tuple of (int or None, int or None)
+            ``(start, end)``, end exclusive; ``None`` leaves that end open.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the clause added.
+
+        Raises
+        ------
+        TypeError
+            A bound is not an integer or None.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> lib.read("T", query_builder=adb.QueryBuilder().row_range((1, -1))).data["px"].tolist()
+        [2.0, 3.0]
+        """
         start, end = row_range[0], row_range[1]
         return self._add("row_range", (None if start is None else _int(start), None if end is None else _int(end)))
 
     def then(self, other: QueryBuilder) -> QueryBuilder:
-        """Append ``other``'s clauses to this builder."""
+        """Append ``other``'s clauses to this builder (``other`` is not changed).
+
+        Parameters
+        ----------
+        other : QueryBuilder
+            The clauses to run after this builder's.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with ``other``'s clauses at the end.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder()
+        >>> q = q[q["sym"] == "A"]
+        >>> q = q.then(adb.QueryBuilder().tail(1))
+        >>> lib.read("T", query_builder=q).data["px"].tolist()
+        [3.0]
+        """
         self.clauses.extend(other.clauses)
         return self
 
     def prepend(self, other: QueryBuilder) -> QueryBuilder:
-        """Put ``other``'s clauses before this builder's."""
+        """Put ``other``'s clauses before this builder's (``other`` is not changed).
+
+        Parameters
+        ----------
+        other : QueryBuilder
+            The clauses to run first.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with ``other``'s clauses at the start.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> df = pd.DataFrame({"sym": ["A", "B", "A", "C"], "px": [1.0, 2.0, 3.0, 4.0]},
+        ...                   index=pd.date_range("2024-01-01", periods=4))
+        >>> _ = lib.write("T", df)
+        >>> q = adb.QueryBuilder().head(1)
+        >>> f = adb.QueryBuilder()
+        >>> q = q.prepend(f[f["sym"] == "C"])
+        >>> lib.read("T", query_builder=q).data["px"].tolist()
+        [4.0]
+        """
         self.clauses[:0] = other.clauses
         return self
 
     def optimise_for_speed(self) -> None:
-        """Accepted for ArcticDB compatibility; arcticlite has one execution strategy."""
+        """Accepted for ArcticDB compatibility; arcticlite has one execution strategy.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> q = adb.QueryBuilder()
+        >>> q.optimise_for_speed()  # changes nothing
+        >>> q
+        QueryBuilder()
+        """
 
     def optimise_for_memory(self) -> None:
-        """Accepted for ArcticDB compatibility; arcticlite has one execution strategy."""
+        """Accepted for ArcticDB compatibility; arcticlite has one execution strategy.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> q = adb.QueryBuilder()
+        >>> q.optimise_for_memory()  # changes nothing
+        >>> q
+        QueryBuilder()
+        """
 
     def concat(self, join: str = "outer") -> QueryBuilder:
-        """Join several symbols row-wise (``"outer"``: every column, ``"inner"``: the common
-        ones); valid as the first clause of a ``read_batch_and_join`` query. Clauses after it
-        run on the joined rows."""
+        """Join several symbols row-wise; valid as the first clause of a ``read_batch_and_join``
+        query (or of a :func:`arcticlite.concat` of lazy frames). Clauses after it run on the
+        joined rows.
+
+        Parameters
+        ----------
+        join : {"outer", "inner"}
+            ``"outer"``: every column (missing ones filled as a dynamic-schema read fills them),
+            ``"inner"``: only the columns every symbol has.
+
+        Returns
+        -------
+        QueryBuilder
+            This builder, with the join added.
+
+        Raises
+        ------
+        UserInputException
+            ``join`` is neither ``"outer"`` nor ``"inner"``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0], "a": [1]}, index=[pd.Timestamp("2024-01-01")]))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [2.0], "b": [2]}, index=[pd.Timestamp("2024-01-02")]))
+        >>> lib.read_batch_and_join(["A", "B"], adb.QueryBuilder().concat("inner")).data
+                     px
+        2024-01-01  1.0
+        2024-01-02  2.0
+        """
         if join not in ("outer", "inner"):
             raise UserInputException(f"E_INVALID_USER_ARGUMENT join must be 'outer' or 'inner', got {join!r}")
         return self._add("concat", join)
