@@ -180,9 +180,31 @@ def hashes_of(values: pa.Array | pa.ChunkedArray, kind: int) -> np.ndarray:
     return hash_bytes(offsets, data)
 
 
+#: Hashes of recent query values: a query judges every segment of a symbol with the same ones.
+_QUERY_CACHE: dict[tuple[Any, ...], np.ndarray | None] = {}
+_QUERY_CACHE_MAX = 256
+
+
 def query_hashes(values: list[Any], typ: pa.DataType, kind: int) -> np.ndarray | None:
     """Hashes of query ``values`` compared with a column of type ``typ``; None when one of
     them cannot be put in the column's value space exactly (then nothing is pruned)."""
+    try:
+        key = (kind, typ, *((type(v), v) for v in values))
+        hash(key)
+    except TypeError:
+        return _query_hashes(values, typ, kind)
+    got = _QUERY_CACHE.get(key, _QUERY_CACHE)
+    if got is _QUERY_CACHE:
+        got = _query_hashes(values, typ, kind)
+        if got is not None:
+            got.flags.writeable = False
+        if len(_QUERY_CACHE) >= _QUERY_CACHE_MAX:
+            _QUERY_CACHE.clear()
+        _QUERY_CACHE[key] = got
+    return got  # type: ignore[return-value]
+
+
+def _query_hashes(values: list[Any], typ: pa.DataType, kind: int) -> np.ndarray | None:
     if pa.types.is_dictionary(typ):
         typ = typ.value_type
     try:

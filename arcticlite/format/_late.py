@@ -26,7 +26,6 @@ from arcticlite.exceptions import InvalidFileError
 from arcticlite.format import _enc_binary
 from arcticlite.format import _filter as F
 from arcticlite.format._decode import (
-    PLAIN_ID,
     Collector,
     _check_offsets,
     _fixed_kernel,
@@ -35,6 +34,7 @@ from arcticlite.format._decode import (
     plan_flat,
     plan_whole,
 )
+from arcticlite.format._enc_gather import gather_fixed
 from arcticlite.format._intervals import Intervals
 from arcticlite.format._meta import P_FIRST, P_ITEMS, P_RAW, ColumnMeta
 from arcticlite.format._types import BINARY, FIXED, FLAT_KINDS, NULL
@@ -75,16 +75,64 @@ def term_mask(arr: Any, term: F.Term) -> np.ndarray:
         return np.ones(n, dtype=bool)
 
 
+#: Up to this many dictionary entries pass a term, a page's codes are compared with each as
+#: integers (one vectorised comparison each); beyond, the dictionary's mask is gathered by code.
+_FEW_CODES = 4
+
+
+class _Page:
+    """One page of a string column without nulls, decoded for filtering: ``arr`` holds its
+    dictionary (``binary-dict`` pages, whose codes are decoded on first use) or its values."""
+
+    __slots__ = ("first", "count", "arr", "offsets", "data", "is_dict", "_codes_fn", "_codes")
+
+    def __init__(self, first: int, count: int, arr: pa.Array, offsets: np.ndarray, data: np.ndarray,
+                 codes_fn: Callable[[], np.ndarray] | None) -> None:
+        self.first, self.count, self.arr = first, count, arr
+        self.offsets, self.data = offsets, data
+        self.is_dict = codes_fn is not None
+        self._codes_fn = codes_fn
+        self._codes: np.ndarray | None = None
+
+    def codes(self) -> np.ndarray:
+        """The page's codes (a dictionary page), decoded on first use."""
+        if self._codes is None:
+            assert self._codes_fn is not None
+            self._codes = self._codes_fn()
+            self._codes_fn = None  # it holds the page's bytes
+        return self._codes
+
+    def mask(self, term: F.Term, a: int, b: int) -> np.ndarray | None:
+        """``term`` on rows ``[a, b)`` of the page (page rows); None where no row passes
+        (a dictionary without a passing value: its codes are not decoded)."""
+        m = term_mask(self.arr, term)
+        if not self.is_dict:
+            return m[a:b]
+        hits = np.flatnonzero(m)
+        if not len(hits):
+            return None
+        if len(hits) == len(m):
+            return np.ones(b - a, dtype=bool)
+        codes = self.codes()[a:b]
+        if len(hits) <= _FEW_CODES:
+            kind = codes.dtype.type
+            out = codes == kind(hits[0])
+            for h in hits[1:]:
+                out |= codes == kind(h)
+            return out
+        return m[codes]
+
+
 class _Column:
     """One filter column decoded over the candidate rows: either an Arrow array of the rows
     (``values``, in the order of the intervals) or, for a string column without nulls, its
-    pages as ``(first row, codes or None, dictionary or values)``."""
+    pages (``pages``: :class:`_Page`, dictionaries judged before their codes are decoded)."""
 
     __slots__ = ("values", "pages")
 
     def __init__(self) -> None:
         self.values: Any = None
-        self.pages: list[tuple[int, np.ndarray | None, pa.Array]] = []
+        self.pages: list[_Page] = []
 
     def mask(self, term: F.Term, ivs: Intervals, r0: int, n: int) -> np.ndarray:
         """``term`` on this column as a mask of the hull rows ``[r0, r0 + n)``."""
@@ -96,20 +144,19 @@ class _Column:
                 out[a - r0 : b - r0] = m[pos : pos + b - a]
                 pos += b - a
             return out
-        for first, codes, arr in self.pages:
-            m = term_mask(arr, term)
-            if codes is not None:
-                m = m[codes]
-            a, b = max(first, r0), min(first + len(m), r0 + n)
+        for pg in self.pages:
+            a, b = max(pg.first, r0), min(pg.first + pg.count, r0 + n)
             if a < b:
-                out[a - r0 : b - r0] = m[a - first : b - first]
+                pm = pg.mask(term, a - pg.first, b - pg.first)
+                if pm is not None:
+                    out[a - r0 : b - r0] = pm
         return out
 
 
 def _string_pages(cm: ColumnMeta, starts: Sequence[int], ivs: Intervals, coll: Collector,
                   col: _Column) -> bool:
-    """Plan the pages of a string column holding ``ivs`` as codes + dictionary (or values)
-    into ``col.pages``; False when the column does not qualify (nulls, not a flat string)."""
+    """Plan the pages of a string column holding ``ivs`` as :class:`_Page` s into
+    ``col.pages``; False when the column does not qualify (nulls, not a flat string)."""
     node = cm.nodes[0]
     if node.kind != BINARY:
         return False
@@ -129,21 +176,24 @@ def _string_pages(cm: ColumnMeta, starts: Sequence[int], ivs: Intervals, coll: C
                 plans.append((p, a))
     for p, first in plans:
         def fn(mv: memoryview, first: int = first, cnt: int = p[P_ITEMS]) -> None:
-            codes, offs, data = _enc_binary.decode_binary_codes(mv, cnt, 0, _fixed_kernel)
+            codes, offs, data = _enc_binary.decode_binary_lazy(mv, cnt, 0, _fixed_kernel)
             data = np.asarray(data).view(np.uint8)
             size = cnt if codes is None else len(offs) - 1
             _check_offsets(offs, data, size)
             arr = pa.Array.from_buffers(atype, size, [None, pa.py_buffer(offs), pa.py_buffer(data)])
-            col.pages.append((first, codes, arr))
+            col.pages.append(_Page(first, cnt, arr, offs, data, codes))
         coll.add(p, fn)
     return True
 
 
 def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta], starts: Sequence[int],
                coll: Collector, run: Callable[[Collector], None],
-               plan_column: Callable[[ColumnMeta, Intervals, Collector], Any]) -> np.ndarray:
+               plan_column: Callable[[ColumnMeta, Intervals, Collector], Any],
+               keep: dict[str, _Column] | None = None) -> np.ndarray:
     """File rows of ``ivs`` (sorted, disjoint) that may satisfy ``terms`` (ANDed), as a sorted
-    int64 array; ``metas``: the CMB of each filter column."""
+    int64 array; ``metas``: the CMB of each filter column. ``keep`` (a dict) receives the
+    decoded filter columns, for :func:`plan_take` to take rows from without decoding again;
+    it must not outlive the buffer the pages were read from."""
     if not ivs:
         return np.zeros(0, dtype=np.int64)
     cols: dict[str, _Column] = {}
@@ -170,19 +220,27 @@ def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta]
                 m &= alt
             else:
                 m &= cols[t.column].mask(t, ivs, r0, n)
+            if not m.any():
+                break
         return m
 
-    keep = conj(terms)
-    inside = np.zeros(n, dtype=bool)
-    for a, b in ivs:
-        inside[a - r0 : b - r0] = True
-    return np.flatnonzero(keep & inside) + r0
+    keep_rows = conj(terms)
+    if len(ivs) > 1:
+        inside = np.zeros(n, dtype=bool)
+        for a, b in ivs:
+            inside[a - r0 : b - r0] = True
+        keep_rows &= inside
+    if keep is not None:
+        keep.update(cols)
+    return np.flatnonzero(keep_rows) + r0
 
 
 # ----------------------------------------------------------------------------- taking rows
 def _page_groups(pages: Sequence[tuple[Any, ...]], local: np.ndarray) -> list[tuple[int, int, int]]:
     """``(page, start, stop)``: the positions ``[start, stop)`` of ``local`` (sorted stripe
     rows) that fall in each page holding any of them."""
+    if len(pages) == 1:
+        return [(0, 0, len(local))] if len(local) else []
     firsts = np.fromiter((p[P_FIRST] for p in pages), dtype=np.int64, count=len(pages))
     which = np.searchsorted(firsts, local, "right") - 1
     ks, first_pos = np.unique(which, return_index=True)
@@ -224,6 +282,7 @@ def _take_fixed(cm: ColumnMeta, st: int, local: np.ndarray, coll: Collector) -> 
     dtype = node.dtype
     assert dtype is not None
     pages = cm.plist[node.streams[1]][st]
+    work = np.dtype(f"<i{dtype.itemsize}") if dtype.kind in "mMb" else dtype
     n = len(local)
     coll.reserve(n * dtype.itemsize)
     out = np.empty(n, dtype=dtype)
@@ -234,11 +293,12 @@ def _take_fixed(cm: ColumnMeta, st: int, local: np.ndarray, coll: Collector) -> 
 
         def fn(mv: memoryview, dst: np.ndarray = out[s:e], rel: np.ndarray = local[s:e] - p[P_FIRST],
                cnt: int = p[P_ITEMS]) -> None:
-            if len(mv) == 1 + cnt * dtype.itemsize and mv[0] == PLAIN_ID:
-                values = np.frombuffer(mv, dtype=dtype, count=cnt, offset=1)
-            else:
-                values = np.empty(cnt, dtype=dtype)
-                _fixed_kernel(mv, dtype, cnt, values, 0)
+            got = gather_fixed(mv, work, cnt, rel)
+            if got is not None:
+                dst.view(work)[:] = got
+                return
+            values = np.empty(cnt, dtype=dtype)
+            _fixed_kernel(mv, dtype, cnt, values, 0)
             np.take(values, rel, out=dst)
 
         coll.add(p, fn)
@@ -275,9 +335,16 @@ def _taken(whole: Finish, local: np.ndarray) -> Finish:
     return lambda: whole().take(pa.array(local))
 
 
-def plan_take(cm: ColumnMeta, starts: Sequence[int], rows: np.ndarray, coll: Collector) -> Finish:
+def plan_take(cm: ColumnMeta, starts: Sequence[int], rows: np.ndarray, coll: Collector,
+              known: _Column | None = None, ivs: Intervals | None = None) -> Finish:
     """Register the page jobs gathering file rows ``rows`` (sorted int64) of one column;
-    the finisher returns them as one array (or a chunked array over several stripes)."""
+    the finisher returns them as one array (or a chunked array over several stripes).
+    ``known``: the column as :func:`match_rows` decoded it over the intervals ``ivs`` (which
+    hold ``rows``): the rows are taken from it, nothing is fetched or decoded again."""
+    if known is not None and ivs is not None and not cm.all_null:
+        got = _take_known(cm, known, ivs, rows)
+        if got is not None:
+            return got
     t = cm.field.type
     n = len(rows)
     if cm.all_null:
@@ -308,3 +375,40 @@ def plan_take(cm: ColumnMeta, starts: Sequence[int], rows: np.ndarray, coll: Col
             return pa.array([], t)
         return arrs[0] if len(arrs) == 1 else pa.chunked_array(arrs, type=t)
     return finish
+
+
+def _take_known(cm: ColumnMeta, known: _Column, ivs: Intervals, rows: np.ndarray) -> Finish | None:
+    """Rows ``rows`` of a column :func:`match_rows` decoded (None: take them from the file)."""
+    t = cm.field.type
+    n = len(rows)
+    if known.values is not None:
+        vals = known.values
+        if vals.type != t:
+            return None
+        firsts = np.array([a for a, _ in ivs], dtype=np.int64)
+        lens = np.array([b - a for a, b in ivs], dtype=np.int64)
+        before = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        iv = np.searchsorted(firsts, rows, "right") - 1
+        if n and (int(iv.min()) < 0 or bool((rows - firsts[iv] >= lens[iv]).any())):
+            return None
+        pos = rows - firsts[iv] + before[iv]
+        return lambda: vals.take(pa.array(pos))
+    node = cm.nodes[0]
+    pages = sorted(known.pages, key=lambda pg: pg.first)
+    if not pages or node.kind != BINARY:
+        return None
+    firsts = np.array([pg.first for pg in pages], dtype=np.int64)
+    which = np.searchsorted(firsts, rows, "right") - 1
+    if n and (int(which.min()) < 0 or bool((rows - firsts[which] >= np.array([pg.count for pg in pages])[which]).any())):
+        return None
+    odt = np.dtype(cm.specs[node.streams[1]].dtype)
+    ks, at = np.unique(which, return_index=True)
+    bounds = [*at.tolist(), n]
+    parts: list[tuple[np.ndarray, np.ndarray] | None] = []
+    for j, k in enumerate(ks.tolist()):
+        pg = pages[k]
+        rel = rows[int(bounds[j]) : int(bounds[j + 1])] - pg.first
+        sel = pg.codes()[rel] if pg.is_dict else rel
+        parts.append(_enc_binary._gather(np.asarray(pg.offsets, dtype=np.int64), pg.data, sel, odt))
+    fin = concat_binary(parts, odt, n)
+    return lambda: pa.Array.from_buffers(node.type, n, [None, *fin()])

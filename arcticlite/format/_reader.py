@@ -146,6 +146,7 @@ class FermionReader:
         self._starts: list[int] | None = None
         self._bloom_dir: B.Directory | None | bool = False
         self._blooms: dict[int, Any] = {}
+        self._matched: tuple[Intervals, dict[int, Any]] | None = None  # see match_rows
 
     # ------------------------------------------------------------------ properties
     @property
@@ -559,15 +560,21 @@ class FermionReader:
 
     @_guard
     def match_rows(self, filter: Any, row_range: tuple[int, int] | None = None,
-                   rows: Intervals | None = None) -> np.ndarray:
+                   rows: Intervals | None = None, *, prune: bool = True) -> np.ndarray:
         """File rows (sorted int64) of ``row_range`` and ``rows`` (intervals, as for
         :meth:`read`) that may satisfy ``filter``, decoding only its columns' pages of the
         candidate rows (page statistics and Bloom filters first). Conservative: rows where a
         filter column is null, or where a comparison cannot be made, are kept; every row that
         satisfies ``filter`` is. Dictionary-encoded string pages are judged on their dictionary
-        and codes. With :meth:`take`: late materialisation."""
+        and codes. With :meth:`take`: late materialisation. ``prune=False``: the caller already
+        judged the statistics and Bloom filters (``rows``), they are not read again."""
         terms = F.parse(filter)
-        ivs = self._candidates(terms, row_range, bloom=True)
+        if prune:
+            ivs = self._candidates(terms, row_range, bloom=True)
+        else:
+            a, b = (0, self.num_rows) if row_range is None else \
+                (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
+            ivs = [(a, b)] if a < b else []
         if rows is not None:
             ivs = intersect_intervals(ivs, merge_intervals([(max(0, int(a)), min(self.num_rows, int(b)))
                                                             for a, b in rows]))
@@ -576,9 +583,13 @@ class FermionReader:
         self._load_cmbs(list(idx.values()))
         metas = {c: self._cmeta[i] for c, i in idx.items()}
         starts = self._stripe_starts(None)
-        return LATE.match_rows(terms, ivs, metas, starts, self._collector(),
-                               lambda coll: coll.run(self._rr, gap=self.gap, parallel=self.parallel),
-                               self._plan_column)
+        keep: dict[str, Any] = {}
+        sel = LATE.match_rows(terms, ivs, metas, starts, self._collector(),
+                              lambda coll: coll.run(self._rr, gap=self.gap, parallel=self.parallel),
+                              self._plan_column, keep)
+        # what was decoded to judge the rows, for take() to take them from (until close)
+        self._matched = (ivs, {idx[c]: col for c, col in keep.items()})
+        return sel
 
     @_guard
     def take(self, columns: Sequence[str | int] | None, rows: Any) -> pa.Table:
@@ -594,7 +605,8 @@ class FermionReader:
         self._load_cmbs(idx)
         coll = self._collector()
         starts = self._stripe_starts(None)
-        fins = [LATE.plan_take(self._cmeta[i], starts, sel, coll) for i in idx]
+        ivs, known = self._matched if self._matched is not None else ([], {})
+        fins = [LATE.plan_take(self._cmeta[i], starts, sel, coll, known.get(i), ivs) for i in idx]
         coll.run(self._rr, gap=self.gap, parallel=self.parallel)
         schema = self._schema_of(idx, self._meta())
         if not idx:
@@ -907,6 +919,7 @@ class FermionReader:
         return self.read(columns, row_range=(start, start + int(lens[k])), with_batch_ids=with_batch_ids)
 
     def close(self) -> None:
+        self._matched = None
         self._rr.close()
 
     def __enter__(self) -> FermionReader:

@@ -156,6 +156,9 @@ class ReadPlan:
         Which changes of ``deltas`` this read applies (a scan task's share); None: all.
     delta_offset : int
         With deltas and a row range: the row of the result the first row group read gives.
+    judged : bool
+        The query's value filters were judged on the statistics and Bloom filters of
+        ``leaves`` while planning: reading them does not judge again.
     """
 
     symbol: str
@@ -176,6 +179,7 @@ class ReadPlan:
     deltas: np.ndarray | None = None
     scope: Scope | None = None
     delta_offset: int = 0
+    judged: bool = False
 
     @property
     def n_index(self) -> int:
@@ -271,7 +275,7 @@ def plan_read(
         columns=stored, positions=tuple(pos), row_range=rr, index_range=ir,
         leaves=leaves, query=query, dynamic=dynamic, sorted=rec.sorted or "UNKNOWN",
         total_rows=total, segments_considered=considered, candidates=candidates or None, deltas=deltas,
-        scope=scope, delta_offset=offset,
+        scope=scope, delta_offset=offset, judged=candidates is not None,
     )
 
 
@@ -321,7 +325,7 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
                               index_range=plan.index_range, pools=pools, positions=plan.positions,
                               mark_absent=plan.dynamic and plan.query is not None, candidates=plan.candidates,
                               stats=stats, filters=plan.query.value_filters if plan.query is not None else (),
-                              nan_rows=True)
+                              nan_rows=True, judged=plan.judged)
     ir = plan.index_range
     if ir is not None and table.num_rows:
         idx = table.column(0).cast(pa.int64()).to_numpy()

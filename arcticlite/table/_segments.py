@@ -469,6 +469,7 @@ class _Job:
     rows: Intervals | None = None  # only these rows of [lo, hi) may match the query's filters
     late: tuple[Any, ...] | None = None  # the query's value filters, judged here first (late materialisation)
     text: tuple[str, ...] = ()  # string columns whose NaN-rows companions to read too
+    judged: bool = False  # ``late`` was judged on this segment's statistics while planning
 
 
 def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
@@ -506,7 +507,7 @@ def _decode_rows(reader: fermion.FermionReader, job: _Job, cols: list[str], *, i
     lo, hi = job.lo, job.hi
     if job.late is not None and hi > lo:
         # late materialisation: the filter columns first, then only the rows that may pass
-        sel = reader.match_rows(list(job.late), (lo, hi), rows=job.rows)
+        sel = reader.match_rows(list(job.late), (lo, hi), rows=job.rows, prune=not job.judged)
         considered = hi - lo if job.rows is None else sum(b - a for a, b in job.rows)
         if len(sel) * LATE_MAX_FRACTION <= considered:
             if stats is not None:
@@ -572,6 +573,7 @@ def read_segments(
     stats: FetchStats | None = None,
     filters: Sequence[Any] = (),
     nan_rows: bool = False,
+    judged: bool = False,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -589,7 +591,9 @@ def read_segments(
     filter column decodes those columns first and then only the rows that may pass (late
     materialisation; the query still filters them exactly). ``nan_rows``: string
     columns bring their NaN-rows companions, as trailing columns (``normalize``'s
-    ``split_nan_rows`` takes them off), where any segment holds one.
+    ``split_nan_rows`` takes them off), where any segment holds one. ``judged``: ``filters``
+    were already judged on the statistics and Bloom filters of ``leaves`` (``candidates``
+    holds the outcome), so late materialisation does not judge them again.
     """
     index_names = [schema.field(i).name for i in range(n_index)]
     wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
@@ -634,7 +638,7 @@ def read_segments(
         late = tuple(filters) if late_cols and first_in_group[i] and last_in_group[i] \
             and late_cols.issubset(cols) else None
         jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows, late,
-                         tuple(c for c in data if c in text) if text else ()))
+                         tuple(c for c in data if c in text) if text else (), judged))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if n_index else None, index_range=use_range,
                            pools=pools or shared(), stats=stats)

@@ -89,3 +89,27 @@ def _mask(t: pa.Table, term: tuple) -> pa.Array:
     m = np.zeros(t.num_rows, dtype=bool)
     m[kept] = True
     return pa.array(m)
+
+
+@pytest.mark.parametrize("term", [
+    ("t", "==", "T00042"), ("t", "in", ["T00044", "T00042", "T00043", "nope", "x", "y"]),
+    ("t", "==", "absent"), ("u", "==", "u7"), ("i", ">=", 10), ("f", ">", 0.5),
+    ("", "or", [[("i", "==", 3)], [("t", "==", "T00043"), ("f", "<", 0)]]),
+])
+@pytest.mark.parametrize("prune", [True, False])
+def test_rows_taken_after_matching_equal_the_stored_rows(term: tuple, prune: bool) -> None:
+    # take() reuses what match_rows decoded (dictionary codes, filter values): same rows out
+    n = 3000
+    table = _table(n, 11)
+    blob = fermion.encode(table, page_size=1024, stripe_rows=1100)
+    reader = fermion.FermionReader(blob)
+    rows = reader.match_rows([term], (100, 2900), rows=[(50, 1500), (1600, 2950)], prune=prune)
+    assert (rows >= 100).all() and (rows < 2900).all() and not ((rows >= 1500) & (rows < 1600)).any()
+    got = reader.take(None, rows)
+    expected = table.take(pa.array(rows, pa.int64()))
+    pd.testing.assert_frame_equal(got.to_pandas(), expected.to_pandas(), check_categorical=len(rows) > 0)
+    exact = table.slice(100, 2800).filter(_mask(table.slice(100, 2800), term)).num_rows
+    inside = set(range(100, 1500)) | set(range(1600, 2900))
+    marked = table.append_column("_r", pa.array(np.arange(n)))
+    passing = {r for r in marked.filter(_mask(table, term)).column("_r").to_pylist() if r in inside}
+    assert passing <= set(rows.tolist()) and exact >= len(passing)

@@ -1,0 +1,174 @@
+"""A few values of a fixed-width blob, without decoding the whole blob where its encoding allows.
+
+Late materialisation (:mod:`arcticlite.format._late`) takes a handful of rows of each column
+of a page: decoding the whole page for them (a delta blob is a prefix sum over all its values,
+a bit-packed one an unpacking of all of them) costs as much as reading the page. Here:
+
+- ``plain``: the values at the rows, straight from the bytes;
+- ``constant``: the value, repeated;
+- ``bitpack`` (frame of reference + bit-packing, lane layout of :mod:`._enc_bitpack`): each
+  value's bits gathered from its one or two 64-bit words;
+- ``delta`` over a ``constant`` (an arithmetic sequence: a regular index, a row id):
+  ``first + row * step``;
+- ``dict``: the codes at the rows (recursively), then the dictionary's values for them;
+- ``zstd`` / ``lz4``: decompressed, then as the blob inside.
+
+Anything else (``rle``, ``decimal``, other ``delta`` blobs, …) returns None and the caller
+decodes the page whole. Values wrap exactly as the full decoder's (modular integer arithmetic),
+so a gather equals the full decode at the same rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileError
+from arcticlite.format._enc_bitpack import packed_words
+from arcticlite.format._enc_spec import (
+    BITPACK,
+    CODE_DTYPE,
+    CODEC_HDR,
+    CONSTANT,
+    DELTA,
+    DELTA_HDR,
+    DICT,
+    FOR_HDR,
+    LZ4,
+    MAX_NESTING,
+    NARROW,
+    NESTED_HDR,
+    PLAIN,
+    SPLIT,
+    U64,
+    ZSTD,
+    signed_of,
+    unsigned_of,
+)
+from arcticlite.format._enc_wrap import decompress
+
+_U64 = np.dtype(np.uint64)
+
+
+def gather_fixed(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray) -> np.ndarray | None:
+    """Values ``rows`` (int64, each in ``[0, count)``) of the fixed-width blob ``mv`` of
+    ``count`` values of ``dtype`` (a numeric numpy dtype; datetimes as their int64 view), or
+    None when the blob's encoding needs a whole decode (the caller then decodes the page).
+
+    Raises
+    ------
+    CorruptDataError
+        When the blob is truncated or inconsistent (as the full decoder would).
+    """
+    try:
+        return _gather(mv, np.dtype(dtype), count, rows, 0)
+    except CorruptDataError:
+        raise
+    except (ValueError, IndexError, TypeError, OverflowError) as exc:
+        raise InvalidFileError(f"corrupt encoded block: {exc}") from exc
+
+
+def _gather(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray, depth: int) -> np.ndarray | None:
+    if depth > 8 or depth > MAX_NESTING:
+        return None
+    if len(mv) < 1:
+        raise FormatEOFError("empty encoded blob")
+    eid = mv[0]
+    isz = dtype.itemsize
+    if eid == PLAIN:
+        if len(mv) != 1 + count * isz:
+            raise InvalidFileError("plain block size does not match its value count")
+        return np.frombuffer(mv, dtype=dtype, count=count, offset=1).take(rows)
+    if eid in (ZSTD, LZ4):
+        (_, raw_len) = CODEC_HDR.unpack_from(mv, 0)
+        if raw_len > 1 + count * isz:
+            raise InvalidFileError("compressed block claims more bytes than its values need")
+        return _gather(decompress(eid, mv[CODEC_HDR.size :], raw_len), dtype, count, rows, depth + 1)
+    work = unsigned_of(dtype) if dtype.kind == "f" else dtype
+    if eid == CONSTANT:
+        if len(mv) != 1 + isz:
+            raise InvalidFileError("constant block size does not match its value width")
+        v = np.frombuffer(mv, dtype=work, count=1, offset=1)[0]
+        return np.full(len(rows), v, dtype=work).view(dtype)
+    if eid == BITPACK:
+        return _gather_bitpack(mv, work, count, rows).view(dtype)
+    if eid in (NARROW, SPLIT):
+        return _gather_narrow(mv, eid, work, count, rows).view(dtype)
+    if eid == DELTA:
+        if count < 1:
+            raise InvalidFileError("delta block of zero values")
+        (_, first) = DELTA_HDR.unpack_from(mv, 0)
+        child = mv[DELTA_HDR.size :]
+        if len(child) < 1 or child[0] != CONSTANT or count < 2:
+            return None
+        sd = signed_of(work)
+        if len(child) != 1 + isz:
+            raise InvalidFileError("constant block size does not match its value width")
+        step = np.frombuffer(child, dtype=sd, count=1, offset=1)[0]
+        f0 = np.array([first], dtype=U64).view(np.int64).astype(sd)[0]
+        with np.errstate(over="ignore"):
+            vals = rows.astype(sd) * step + f0  # wraps as the prefix sum does
+        return vals.astype(sd, copy=False).view(work).view(dtype)
+    if eid == DICT:
+        (_, size, first_len) = NESTED_HDR.unpack_from(mv, 0)
+        if size > count or (size == 0) != (count == 0):
+            raise InvalidFileError(f"dict block of {size} entries for {count} values")
+        if NESTED_HDR.size + first_len > len(mv):
+            raise FormatEOFError("encoded child runs past the end of its blob")
+        from arcticlite.format._encodings import decode_fixed
+
+        values = decode_fixed(mv[NESTED_HDR.size : NESTED_HDR.size + first_len], work, size)
+        codes = _gather(mv[NESTED_HDR.size + first_len :], np.dtype(CODE_DTYPE), count, rows, depth + 1)
+        if codes is None:
+            return None
+        if len(codes) and int(codes.max()) >= size:
+            raise InvalidFileError("dictionary code out of range")
+        return values.take(codes.astype(np.int64)).view(dtype)
+    return None
+
+
+def _gather_bitpack(mv: memoryview, work: np.dtype, count: int, rows: np.ndarray) -> np.ndarray:
+    (_, width, base, factor) = FOR_HDR.unpack_from(mv, 0)
+    if width > 64:
+        raise InvalidFileError(f"bit width {width} > 64")
+    words = packed_words(count, width)
+    if len(mv) != FOR_HDR.size + 8 * words:
+        raise InvalidFileError("bit-packed block size does not match its value count")
+    ud = unsigned_of(work)
+    if width == 0:
+        return np.full(len(rows), np.uint64(base), dtype=_U64).astype(ud).view(work)
+    lanes = -(-count // 64)
+    packed = np.frombuffer(mv, dtype=_U64, count=words, offset=FOR_HDR.size)
+    r = rows.astype(np.int64, copy=False)
+    bit = (r // lanes) * width
+    lane = r % lanes
+    word = bit >> 6
+    shift = (bit & 63).astype(_U64)
+    lo = packed[word * lanes + lane] >> shift
+    spill = (shift + np.uint64(width)) > np.uint64(64)
+    if spill.any():
+        nxt = np.minimum(word + 1, width - 1) * lanes + lane
+        hi = np.where(spill, packed[nxt] << (np.uint64(64) - np.where(spill, shift, np.uint64(1))), np.uint64(0))
+        lo = lo | hi
+    if width < 64:
+        lo &= np.uint64((1 << width) - 1)
+    with np.errstate(over="ignore"):
+        vals = lo * np.uint64(factor) + np.uint64(base)  # modular, as unpack_into
+    return vals.astype(ud).view(work)
+
+
+def _gather_narrow(mv: memoryview, eid: int, work: np.dtype, count: int, rows: np.ndarray) -> np.ndarray:
+    (_, width, base, factor) = FOR_HDR.unpack_from(mv, 0)
+    if width not in (1, 2, 4, 8):
+        raise InvalidFileError(f"narrow width {width} bytes")
+    if len(mv) != FOR_HDR.size + count * width:
+        raise InvalidFileError("narrow block size does not match its value count")
+    if eid == SPLIT:  # byte planes: byte k of every value, then byte k + 1 ...
+        planes = np.frombuffer(mv, np.uint8, count * width, FOR_HDR.size).reshape(width, count)
+        v = planes[0].take(rows).astype(_U64)
+        for k in range(1, width):
+            v |= planes[k].take(rows).astype(_U64) << np.uint64(8 * k)
+    else:
+        v = np.frombuffer(mv, np.dtype(f"<u{width}"), count, FOR_HDR.size).take(rows).astype(_U64)
+    with np.errstate(over="ignore"):
+        vals = v * np.uint64(factor) + np.uint64(base)
+    return vals.astype(unsigned_of(work)).view(work)
