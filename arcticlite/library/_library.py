@@ -2100,7 +2100,9 @@ class Library:
         return self._item(sym, self._apply(sym, fold, prune_previous_versions), metadata=None)
 
     def gc(self, grace_period: float = DEFAULT_GRACE_SECONDS, dry_run: bool = False) -> GcReport:
-        """Delete data segments and index nodes that nothing can reach.
+        """Delete data segments and index nodes that nothing can reach, and staged entries that
+        a committed version was already finalized from (left by a finalize that died after its
+        commit; deleted whatever the grace period).
 
         Lists every key of the library and reads every live version's index: its cost grows
         with the library, not with what it deletes. Run it periodically, not after each write.

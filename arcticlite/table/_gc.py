@@ -10,7 +10,9 @@ digests), so once a key is unreachable it stays unreachable -- except while a wr
 wrote it is still committing. :func:`gc` therefore deletes a key only when it has been seen
 unreachable by a previous ``gc`` at least ``grace_period`` seconds ago; the first sightings are
 kept in a ledger key ``{lib}/_gc/ledger``. ``grace_period=0`` deletes at once (only safe when
-no writer is running).
+no writer is running). Staged entries that a committed version was already finalized from
+(a finalize that died after its commit) are deleted by any ``gc``, whatever the grace period:
+no finalize will use them again.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from arcticlite.exceptions import CorruptDataError
 from arcticlite.index import IndexRoot, hex_digests
 from arcticlite.progress import Progress
 from arcticlite.table._ops import TableEngine
-from arcticlite.table._stage import entries, staged_symbols
+from arcticlite.table._stage import consumed_keys, entries, staged_symbols
 from arcticlite.version import Snapshots, VersionEngine, VersionRecord, unescape
 
 DEFAULT_GRACE_SECONDS = 3600.0
@@ -128,11 +130,14 @@ def gc(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots,
     doomed = [k for k in unreachable if grace_period <= 0 or ledger.get(k, now) <= limit]
     gone = set(doomed)
     new_ledger = {k: ledger.get(k, now) for k in unreachable if k not in gone}
+    used = consumed_keys(engine)  # staged entries already finalized: dead at once
+    unreachable += used
+    doomed += used
     if not dry_run:
         with Progress(len(doomed), "gc: delete", unit="key") as bar:
             for i in range(0, len(doomed), DELETE_CHUNK):
                 store.delete(doomed[i:i + DELETE_CHUNK])
                 bar.update(len(doomed[i:i + DELETE_CHUNK]))
         store.write(ledger_key, seal(KIND_CONFIG, {"seen": new_ledger}))
-    return GcReport(keys_scanned=len(candidates), unreachable=len(unreachable),
+    return GcReport(keys_scanned=len(candidates) + len(used), unreachable=len(unreachable),
                     deleted=0 if dry_run else len(doomed), deferred=len(unreachable) - len(doomed))

@@ -130,6 +130,17 @@ def consumed(engine: TableEngine, sym: str, keys: list[str]) -> set[str]:
     return {names[n] for n in used}
 
 
+def consumed_keys(engine: TableEngine) -> list[str]:
+    """Every staged entry that a committed version was already finalized from (a finalize that
+    died between its commit and the deletion of its entries left them): dead, whatever
+    ``gc``'s grace period."""
+    prefix = engine.keys.staged_prefix()
+    by_sym: dict[str, list[str]] = {}
+    for k in engine.store.list_keys(prefix):
+        by_sym.setdefault(unescape(k[len(prefix):].split("/", 1)[0]), []).append(k)
+    return sorted(k for sym, keys in by_sym.items() for k in consumed(engine, sym, keys))
+
+
 def staged_symbols(engine: TableEngine) -> list[str]:
     """Symbols with staged entries (not counting entries a committed version already used)."""
     prefix = engine.keys.staged_prefix()
