@@ -6,6 +6,16 @@ import enum
 
 
 class ErrorCategory(enum.Enum):
+    """ArcticDB's category of a failure (``DataError.error_category``): which kind of
+    problem an item of a batch met (missing data, schema, storage, user input, ...).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> lib.read_batch(["missing"])[0].error_category
+    <ErrorCategory.MISSING_DATA: 3>
+    """
     GENERIC = 0
     INTERNAL = 1
     NORMALIZATION = 2
@@ -19,6 +29,16 @@ class ErrorCategory(enum.Enum):
 
 
 class ErrorCode(enum.Enum):
+    """ArcticDB's numbered error codes (``DataError.error_code``; the ``E_...`` prefix of many
+    exception messages).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> lib.read_batch(["missing"])[0].error_code
+    <ErrorCode.E_NO_SUCH_VERSION: 3000>
+    """
     E_INVALID_RANGE = 1000
     E_INVALID_ARGUMENT = 1001
     E_ASSERTION_FAILURE = 1002

@@ -120,21 +120,83 @@ def _set(name: str, value: int | float | str) -> None:
 
 
 def set_config_int(name: str, value: int) -> None:
-    """Set the integer setting ``name`` (see the module docstring for what each name does)."""
+    """Set the integer setting ``name`` (see the module docstring for what each name does).
+
+    Process-wide and thread-safe; names are case-insensitive.
+
+    Parameters
+    ----------
+    name : str
+        ``"Section.Name"``, as in ArcticDB.
+    value : int
+        The value.
+
+    Raises
+    ------
+    UserInputException
+        ``value`` is not an int, or ``name`` is an ArcticDB setting arcticlite refuses.
+
+    Examples
+    --------
+    >>> from arcticlite import config
+    >>> config.set_config_int("VersionMap.ReloadInterval", 0)
+    >>> config.get_config_int("versionmap.reloadinterval")
+    0
+    """
     if isinstance(value, bool) or not isinstance(value, int):
         raise UserInputException(f"set_config_int({name!r}, ...) takes an int, got {value!r}")
     _set(name, int(value))
 
 
 def set_config_double(name: str, value: float) -> None:
-    """Set the floating-point setting ``name``."""
+    """Set the floating-point setting ``name``.
+
+    Parameters
+    ----------
+    name : str
+        ``"Section.Name"``, as in ArcticDB.
+    value : float
+        The value (an int is taken as a float).
+
+    Raises
+    ------
+    UserInputException
+        ``value`` is not a number, or ``name`` is refused.
+
+    Examples
+    --------
+    >>> from arcticlite import config
+    >>> config.set_config_double("Example.Ratio", 0.5)
+    >>> config.get_config_double("Example.Ratio")
+    0.5
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UserInputException(f"set_config_double({name!r}, ...) takes a float, got {value!r}")
     _set(name, float(value))
 
 
 def set_config_string(name: str, value: str) -> None:
-    """Set the string setting ``name``."""
+    """Set the string setting ``name``.
+
+    Parameters
+    ----------
+    name : str
+        ``"Section.Name"``, as in ArcticDB.
+    value : str
+        The value.
+
+    Raises
+    ------
+    UserInputException
+        ``value`` is not a str, or ``name`` is refused.
+
+    Examples
+    --------
+    >>> from arcticlite import config
+    >>> config.set_config_string("Example.Label", "eu")
+    >>> config.get_config_string("example.label")
+    'eu'
+    """
     if not isinstance(value, str):
         raise UserInputException(f"set_config_string({name!r}, ...) takes a str, got {value!r}")
     _set(name, value)
@@ -151,24 +213,102 @@ def _get(name: str, kind: type) -> int | float | str | None:
 
 
 def get_config_int(name: str) -> int | None:
-    """The integer setting ``name``, or None when it was never set."""
+    """The integer setting ``name``, or None when it was never set.
+
+    Parameters
+    ----------
+    name : str
+        ``"Section.Name"``, case-insensitive.
+
+    Returns
+    -------
+    int or None
+        The value, or None when unset (or not an int).
+
+    Examples
+    --------
+    >>> from arcticlite import config
+    >>> config.get_config_int("Example.NeverSet") is None
+    True
+    """
     return _get(name, int)  # type: ignore[return-value]
 
 
 def get_config_double(name: str) -> float | None:
-    """The floating-point setting ``name``, or None when it was never set."""
+    """The floating-point setting ``name``, or None when it was never set.
+
+    Parameters
+    ----------
+    name : str
+        ``"Section.Name"``, case-insensitive.
+
+    Returns
+    -------
+    float or None
+        The value, or None when unset (or not a number).
+
+    Examples
+    --------
+    >>> from arcticlite import config
+    >>> config.set_config_int("Example.Count", 3)
+    >>> config.get_config_double("Example.Count")
+    3.0
+    """
     return _get(name, float)  # type: ignore[return-value]
 
 
 def get_config_string(name: str) -> str | None:
-    """The string setting ``name``, or None when it was never set."""
+    """The string setting ``name``, or None when it was never set.
+
+    Parameters
+    ----------
+    name : str
+        ``"Section.Name"``, case-insensitive.
+
+    Returns
+    -------
+    str or None
+        The value (any setting, as a string), or None when unset.
+
+    Examples
+    --------
+    >>> from arcticlite import config
+    >>> config.set_config_int("Example.Count", 3)
+    >>> config.get_config_string("Example.Count")
+    '3'
+    """
     return _get(name, str)  # type: ignore[return-value]
 
 
 def set_log_level(default_level: str = "INFO", specific_log_levels: Mapping[str, str] | None = None) -> None:
     """Set the level of the ``arcticlite`` logger, and of ``arcticlite.<name>`` for each entry
     of ``specific_log_levels`` (``{"storage": "DEBUG"}``). Levels are logging names
-    (``"DEBUG"``, ``"INFO"``, ``"WARN"``, ``"ERROR"``, ``"CRITICAL"``, ``"OFF"``)."""
+    (``"DEBUG"``, ``"INFO"``, ``"WARN"``, ``"ERROR"``, ``"CRITICAL"``, ``"OFF"``).
+
+    Parameters
+    ----------
+    default_level : str
+        The level of the ``arcticlite`` logger.
+    specific_log_levels : dict of str to str, optional
+        Levels of its child loggers, by stream name.
+
+    Raises
+    ------
+    UserInputException
+        A level name is unknown.
+
+    Examples
+    --------
+    >>> import logging
+    >>> from arcticlite import config
+    >>> config.set_log_level("WARN", {"storage": "DEBUG"})
+    >>> logging.getLogger("arcticlite").level == logging.WARNING
+    True
+    >>> logging.getLogger("arcticlite.storage").level == logging.DEBUG
+    True
+    >>> for name in ("arcticlite", "arcticlite.storage"):  # back to the defaults
+    ...     logging.getLogger(name).setLevel(logging.NOTSET)
+    """
     logging.getLogger("arcticlite").setLevel(_level(default_level))
     for stream, level in (specific_log_levels or {}).items():
         logging.getLogger(f"arcticlite.{stream.lower()}").setLevel(_level(level))
@@ -198,6 +338,19 @@ def set_config_from_env_vars(env_vars: Mapping[str, str] | None) -> None:
     arcticlite calls this with ``os.environ`` when it is imported, as ArcticDB does. A value
     that does not parse, or a setting arcticlite refuses, gives a ``UserWarning`` naming the
     variable; the other variables still apply.
+
+    Parameters
+    ----------
+    env_vars : mapping of str to str, optional
+        Environment variables (``os.environ`` or a dict); other entries are ignored, and
+        ``None`` does nothing.
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> adb.set_config_from_env_vars({"ARCTICDB_VersionMap_ReloadInterval_int": "5", "HOME": "/root"})
+    >>> adb.config.get_config_int("VersionMap.ReloadInterval")
+    5
     """
     if env_vars is None:
         return

@@ -104,8 +104,13 @@ class Arctic:
     uri : str
         ``lmdb://path[?map_size=2GB]``, ``mem://``, ``s3://endpoint:bucket[?port=…&path_prefix=…&region=…]``
         or ``s3s://…`` (HTTPS). S3 credentials come from boto3's default chain, never the URI.
+    encoding_version : EncodingVersion
+        Accepted for ArcticDB compatibility and reported by ``Library.options()``;
+        arcticlite always writes Fermion segments.
     output_format : str, optional
         Default output format of reads: ``"pandas"`` (default), ``"pyarrow"`` or ``"polars"``.
+    arrow_string_format_default : ArrowOutputStringFormat, optional
+        Default Arrow type of string columns in Arrow / polars output.
     read_only : bool
         Refuse every change (writes, deletes, snapshots, staging, compaction, ``gc``, library
         creation and deletion, option changes) with ``PermissionException`` naming the
@@ -118,12 +123,29 @@ class Arctic:
         (dict, list, tuple, set, str, bytes, numbers, bool, None, datetime) raise
         ``UnpicklingRefusedError``; plain values are decoded by a loader that cannot import or
         call anything. The default ``True`` is ArcticDB's behaviour. See docs/reliability.md.
+    store : KVStore, optional
+        arcticlite only: an open store to use instead of opening ``uri`` (a store wrapped
+        for fault injection or logging, or an S3 store with an injected client).
+
+    Raises
+    ------
+    StorageUriError
+        The URI's scheme is unknown or it is malformed.
+    LmdbOptionsError
+        An ``lmdb://`` URI names an unknown option.
+    StorageException
+        ``read_only`` and the store does not exist (it is never created).
 
     Examples
     --------
-    >>> import arcticlite as adb
-    >>> ac = adb.Arctic("mem://")
+    >>> import pandas as pd, arcticlite as adb, tempfile
+    >>> ac = adb.Arctic("lmdb://" + tempfile.mkdtemp())
     >>> lib = ac.get_library("demo", create_if_missing=True)
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+    >>> ac.list_libraries()
+    ['demo']
+    >>> adb.Arctic(ac.get_uri(), read_only=True)["demo"].read("S").data["px"].tolist()
+    [1.0]
     """
 
     def __init__(self, uri: str, encoding_version: EncodingVersion = EncodingVersion.V1,
@@ -178,7 +200,19 @@ class Arctic:
         return self._conditional
 
     def get_uri(self) -> str:
-        """The URI this connection was made with (S3 credentials given in it masked)."""
+        """The URI this connection was made with (S3 credentials given in it masked).
+
+        Returns
+        -------
+        str
+            The URI, safe to log.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> adb.Arctic("mem://").get_uri()
+        'mem://'
+        """
         from arcticlite.storage import redact
 
         return redact(self._uri)
@@ -416,7 +450,37 @@ class Arctic:
             self._store.delete(batch)
 
     def modify_library_option(self, library: Library, option: ModifiableLibraryOption, value: Any) -> None:
-        """Change a modifiable option of a library (persisted)."""
+        """Change a modifiable option of a library (persisted in its config).
+
+        The ``library`` object given sees the change at once; other connections see it when
+        they next open the library. Data already written keeps its segment sizes.
+
+        Parameters
+        ----------
+        library : Library
+            A library of this connection.
+        option : ModifiableLibraryOption
+            ``DEDUP``, ``ROWS_PER_SEGMENT``, ``COLUMNS_PER_SEGMENT``, ``RECURSIVE_NORMALIZERS``
+            or ``PRUNE_PREVIOUS_VERSIONS``.
+        value : Any
+            The new value (validated as ``LibraryOptions`` validates it).
+
+        Raises
+        ------
+        ArcticInvalidApiUsageException
+            ``option`` cannot be modified (enterprise options included).
+        PermissionException
+            The connection or the library is read-only.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> lib = ac.create_library("demo")
+        >>> ac.modify_library_option(lib, adb.ModifiableLibraryOption.ROWS_PER_SEGMENT, 10)
+        >>> lib.options().rows_per_segment, ac["demo"].options().rows_per_segment
+        (10, 10)
+        """
         field = {
             ModifiableLibraryOption.DEDUP: "dedup",
             ModifiableLibraryOption.ROWS_PER_SEGMENT: "rows_per_segment",

@@ -51,7 +51,25 @@ JOINS = ("outer", "inner")
 
 
 class VersionedItemWithJoin(NamedTuple):
-    """The result of a join: the versions read (``data`` of each is None) and the joined data."""
+    """The result of a join: the versions read (``data`` of each is None) and the joined data.
+
+    Attributes
+    ----------
+    versions : list of VersionedItem
+        One per symbol joined, in order.
+    data : Any
+        The joined rows, after the clauses that follow the join.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+    >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+    >>> joined = adb.concat([lib.read("A", lazy=True), lib.read("B", lazy=True)]).collect()
+    >>> [v.symbol for v in joined.versions], len(joined.data)
+    (['A', 'B'], 4)
+    """
 
     versions: list[VersionedItem]
     data: Any
@@ -75,7 +93,32 @@ def _plain(clauses: Sequence[tuple[str, Any]]) -> QueryBuilder | None:
 
 
 class LazyDataFrame(QueryBuilder):
-    """A read of one symbol with query clauses, run by :meth:`collect` (``read(lazy=True)``)."""
+    """A read of one symbol with query clauses, run by :meth:`collect` (``read(lazy=True)``).
+
+    Nothing is read until :meth:`collect`; the clause methods of :class:`QueryBuilder` add
+    to it (``lazy[cond]`` returns a new frame). Make one with ``lib.read(symbol,
+    lazy=True, ...)`` rather than directly.
+
+    Parameters
+    ----------
+    lib : Library
+        The library to read from.
+    read_request : ReadRequest
+        The symbol and the read's arguments; its ``query_builder``'s clauses start the frame's.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+    >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+    >>> lazy = lib.read("A", lazy=True)
+    >>> lazy = lazy[lazy["px"] > 1.5]
+    >>> lazy
+    LazyDataFrame(ReadRequest(symbol=A) | FILTER((> Column["px"] 1.5)))
+    >>> lazy.collect().data["px"].tolist()
+    [2.0]
+    """
 
     def __init__(self, lib: Reader, read_request: ReadRequest) -> None:
         super().__init__()
@@ -89,7 +132,27 @@ class LazyDataFrame(QueryBuilder):
         return self.read_request._replace(query_builder=_plain(self.clauses))
 
     def collect(self) -> VersionedItem:
-        """Read the symbol and run the clauses."""
+        """Read the symbol and run the clauses (one ``Library.read``).
+
+        Returns
+        -------
+        VersionedItem
+            The version read, with the query's result as ``data``.
+
+        Raises
+        ------
+        NoDataFoundException
+            The symbol or version does not exist.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+        >>> lib.read("B", lazy=True).tail(1).collect().data["px"].tolist()
+        [4.0]
+        """
         return self._read(self.read_request.output_format)
 
     def _read(self, output_format: Any) -> VersionedItem:
@@ -141,7 +204,26 @@ class _Many(QueryBuilder):
 
 
 class LazyDataFrameCollection(_Many):
-    """Lazy reads of several symbols (``read_batch(lazy=True)``); clause methods apply to each."""
+    """Lazy reads of several symbols (``read_batch(lazy=True)``); clause methods apply to each.
+
+    Parameters
+    ----------
+    lib : Library or list of LazyDataFrame
+        The library (with ``frames``), or the lazy frames themselves (as ArcticDB takes them).
+    frames : list of LazyDataFrame, optional
+        The member frames.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+    >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+    >>> many = lib.read_batch(["A", "B"], lazy=True)
+    >>> many = many[many["px"] >= 2.0]
+    >>> [item.data["px"].tolist() for item in many.collect()]
+    [[2.0], [3.0, 4.0]]
+    """
 
     def __init__(self, lib: Any, frames: list[LazyDataFrame] | None = None) -> None:
         super().__init__()
@@ -157,7 +239,23 @@ class LazyDataFrameCollection(_Many):
             f.apply(name, expression)
 
     def split(self) -> list[LazyDataFrame]:
-        """The member frames."""
+        """The member frames, each a :class:`LazyDataFrame` (its clauses can then differ).
+
+        Returns
+        -------
+        list of LazyDataFrame
+            In order; changing one changes the collection's member too.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+        >>> a, b = lib.read_batch(["A", "B"], lazy=True).split()
+        >>> a.head(1).collect().data["px"].tolist(), b.collect().data["px"].tolist()
+        ([1.0], [3.0, 4.0])
+        """
         return list(self._frames)
 
     def __iter__(self) -> Iterator[LazyDataFrame]:
@@ -167,11 +265,54 @@ class LazyDataFrameCollection(_Many):
         return len(self._frames)
 
     def collect(self) -> list[VersionedItem | Any]:
-        """Read every symbol; a failed read comes back in place as a ``DataError``."""
+        """Read every symbol; a failed read comes back in place as a ``DataError`` (one
+        ``read_batch``, in parallel where the store benefits).
+
+        Returns
+        -------
+        list of VersionedItem or DataError
+            In the order of the members.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+        >>> got = lib.read_batch(["A", "missing"], lazy=True).collect()
+        >>> len(got[0].data), type(got[1]).__name__
+        (2, 'DataError')
+        """
         return self._lib.read_batch([f._to_read_request() for f in self._frames])
 
     def concat(self, join: str = "outer") -> LazyDataFrameAfterJoin:
-        """Join the members row-wise (see :func:`concat`)."""
+        """Join the members row-wise (see :func:`concat`).
+
+        Parameters
+        ----------
+        join : {"outer", "inner"}
+            ``"outer"`` keeps every column, ``"inner"`` the columns all members have.
+
+        Returns
+        -------
+        LazyDataFrameAfterJoin
+            The join; clauses added to it run on the joined rows.
+
+        Raises
+        ------
+        UserInputException
+            ``join`` is neither ``"outer"`` nor ``"inner"``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+        >>> joined = lib.read_batch(["A", "B"], lazy=True).concat()
+        >>> joined.collect().data["px"].tolist()
+        [1.0, 2.0, 3.0, 4.0]
+        """
         return LazyDataFrameAfterJoin(self._lib, self._frames, _check_join(join))
 
     def __repr__(self) -> str:
@@ -179,7 +320,30 @@ class LazyDataFrameCollection(_Many):
 
 
 class LazyDataFrameAfterJoin(QueryBuilder):
-    """Lazy reads joined row-wise, and the clauses that run on the joined rows."""
+    """Lazy reads joined row-wise, and the clauses that run on the joined rows.
+
+    Made by :func:`concat` or :meth:`LazyDataFrameCollection.concat`.
+
+    Parameters
+    ----------
+    lib : Library
+        The library the frames read from.
+    frames : list of LazyDataFrame
+        The reads joined, in order.
+    join : {"outer", "inner"}
+        Which columns the joined rows keep.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+    >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+    >>> joined = adb.concat([lib.read("A", lazy=True), lib.read("B", lazy=True)])
+    >>> joined = joined[joined["px"] > 1.5]
+    >>> joined.collect().data["px"].tolist()
+    [2.0, 3.0, 4.0]
+    """
 
     def __init__(self, lib: Reader, frames: list[LazyDataFrame], join: str) -> None:
         super().__init__()
@@ -188,7 +352,31 @@ class LazyDataFrameAfterJoin(QueryBuilder):
         self._join = join
 
     def collect(self) -> VersionedItemWithJoin:
-        """Read every symbol (an error is raised, not returned), join and run the clauses."""
+        """Read every symbol (an error is raised, not returned), join and run the clauses.
+
+        The members are read as pandas and joined in memory; the result is converted to the
+        first member's output format, if any.
+
+        Returns
+        -------
+        VersionedItemWithJoin
+            The versions read and the joined data.
+
+        Raises
+        ------
+        NoDataFoundException
+            A symbol or version does not exist.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+        >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+        >>> item = adb.concat([lib.read("A", lazy=True), lib.read("B", lazy=True)]).head(3).collect()
+        >>> item.data["px"].tolist()
+        [1.0, 2.0, 3.0]
+        """
         items = [f._read("pandas") for f in self._frames]  # joined as pandas, converted after
         fmt = next((f.read_request.output_format for f in self._frames if f.read_request.output_format), None)
         return join_items(self._lib, items, self._join, self.clauses, fmt)
@@ -200,10 +388,46 @@ class LazyDataFrameAfterJoin(QueryBuilder):
 
 def concat(lazy_dataframes: Sequence[LazyDataFrame] | LazyDataFrameCollection,
            join: str = "outer") -> LazyDataFrameAfterJoin:
-    """Join lazy reads row-wise, in the order given: ``join="outer"`` keeps every column (those
-    a symbol lacks are backfilled as a dynamic-schema read does), ``"inner"`` the columns all of
-    them have. Clauses added to the result run on the joined rows; ``collect()`` returns a
-    ``VersionedItemWithJoin``."""
+    """Join lazy reads row-wise, in the order given.
+
+    ``join="outer"`` keeps every column (those a symbol lacks are backfilled as a
+    dynamic-schema read does), ``"inner"`` the columns all of them have. Clauses added to the
+    result run on the joined rows. Nothing is read until ``collect()``, which reads each
+    symbol whole (after its own clauses) and joins in memory.
+
+    Parameters
+    ----------
+    lazy_dataframes : list of LazyDataFrame or LazyDataFrameCollection
+        Lazy reads of one library (``read(..., lazy=True)`` / ``read_batch(..., lazy=True)``).
+    join : {"outer", "inner"}
+        Which columns the joined rows keep.
+
+    Returns
+    -------
+    LazyDataFrameAfterJoin
+        Call ``collect()`` for a ``VersionedItemWithJoin``.
+
+    Raises
+    ------
+    ArcticInvalidApiUsageException
+        No lazy frames were given, or they read different libraries.
+    UserInputException
+        ``join`` is neither ``"outer"`` nor ``"inner"``.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+    >>> _ = lib.write("B", pd.DataFrame({"px": [3.0, 4.0]}, index=pd.date_range("2024-01-03", periods=2)))
+    >>> _ = lib.write("C", pd.DataFrame({"px": [5.0], "size": [10]}, index=pd.date_range("2024-01-05", periods=1)))
+    >>> outer = adb.concat([lib.read("A", lazy=True), lib.read("C", lazy=True)]).collect().data
+    >>> outer.columns.tolist(), len(outer)
+    (['px', 'size'], 3)
+    >>> inner = adb.concat([lib.read("A", lazy=True), lib.read("C", lazy=True)], join="inner").collect().data
+    >>> inner.columns.tolist()
+    ['px']
+    """
     frames = lazy_dataframes.split() if isinstance(lazy_dataframes, LazyDataFrameCollection) else list(lazy_dataframes)
     if not frames or not all(isinstance(f, LazyDataFrame) for f in frames):
         raise ArcticInvalidApiUsageException("concat needs a list of LazyDataFrames (read(..., lazy=True)) "

@@ -10,11 +10,34 @@ from arcticlite.exceptions import UnsupportedLibraryOptionValue, UserInputExcept
 
 
 class EncodingVersion(enum.IntEnum):
+    """ArcticDB's segment encoding versions, accepted for compatibility: arcticlite always
+    writes Fermion segments, and reports the encoding a library was created with.
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo", adb.LibraryOptions(encoding_version=adb.EncodingVersion.V2))
+    >>> lib.options().encoding_version
+    <EncodingVersion.V2: 1>
+    """
     V1 = 0
     V2 = 1
 
 
 class ModifiableLibraryOption(enum.Enum):
+    """Library options :meth:`Arctic.modify_library_option` can change after creation:
+    ``DEDUP``, ``ROWS_PER_SEGMENT``, ``COLUMNS_PER_SEGMENT``, ``RECURSIVE_NORMALIZERS``,
+    ``PRUNE_PREVIOUS_VERSIONS``.
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> ac = adb.Arctic("mem://")
+    >>> lib = ac.create_library("demo")
+    >>> ac.modify_library_option(lib, adb.ModifiableLibraryOption.PRUNE_PREVIOUS_VERSIONS, True)
+    >>> lib.options().prune_previous_versions
+    True
+    """
     DEDUP = 1
     ROWS_PER_SEGMENT = 2
     COLUMNS_PER_SEGMENT = 3
@@ -23,12 +46,39 @@ class ModifiableLibraryOption(enum.Enum):
 
 
 class ModifiableEnterpriseLibraryOption(enum.Enum):
+    """ArcticDB's modifiable enterprise options (``REPLICATION``, ``BACKGROUND_DELETION``):
+    accepted names only; arcticlite has no enterprise features, and modifying one is refused.
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> [o.name for o in adb.ModifiableEnterpriseLibraryOption]
+    ['REPLICATION', 'BACKGROUND_DELETION']
+    """
     REPLICATION = 1
     BACKGROUND_DELETION = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnterpriseLibraryOptions:
+    """ArcticDB's enterprise options of a library, accepted for compatibility and ignored
+    (arcticlite has no replication or background deletion).
+
+    Parameters
+    ----------
+    replication : bool
+        Ignored.
+    background_deletion : bool
+        Ignored.
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> ac = adb.Arctic("mem://")
+    >>> lib = ac.create_library("demo", enterprise_library_options=adb.EnterpriseLibraryOptions())
+    >>> lib.enterprise_options()
+    EnterpriseLibraryOptions(replication=False, background_deletion=False)
+    """
     replication: bool = False
     background_deletion: bool = False
 
@@ -69,6 +119,19 @@ class LibraryOptions:
         arcticlite only: compaction of a symbol's deltas is *due* (``compaction_plan(...).due``)
         once it has at least ``compaction_deltas`` delta layers (merges kept as deltas) or its
         delta rows reach ``compaction_delta_share`` of its base rows (defaults 32 and 0.1).
+
+    Raises
+    ------
+    UnsupportedLibraryOptionValue
+        A value is out of range (see :meth:`validate`).
+
+    Examples
+    --------
+    >>> import arcticlite as adb
+    >>> ac = adb.Arctic("mem://")
+    >>> lib = ac.create_library("demo", adb.LibraryOptions(dynamic_schema=True, rows_per_segment=50_000))
+    >>> lib.options().dynamic_schema, lib.options().rows_per_segment
+    (True, 50000)
     """
 
     dynamic_schema: bool = False
@@ -88,7 +151,26 @@ class LibraryOptions:
 
     def validate(self) -> None:
         """Refuse values a library cannot use (checked again when a library is created: the
-        options are mutable, as ArcticDB's are)."""
+        options are mutable, as ArcticDB's are).
+
+        Raises
+        ------
+        UnsupportedLibraryOptionValue
+            A segment size, ``bloom_min_distinct``, ``compaction_deltas`` or
+            ``compaction_delta_share`` is not positive.
+        UserInputException
+            A flag is not a bool.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> opts = adb.LibraryOptions()
+        >>> opts.rows_per_segment = 0
+        >>> opts.validate()
+        Traceback (most recent call last):
+        ...
+        arcticlite.exceptions.UnsupportedLibraryOptionValue: LibraryOptions.rows_per_segment must be a positive int, got 0
+        """
         for name in ("rows_per_segment", "columns_per_segment"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -120,12 +202,50 @@ class LibraryOptions:
         )
 
     def to_json(self) -> dict[str, Any]:
+        """The options as JSON values, as stored in the library's config.
+
+        Returns
+        -------
+        dict
+            One entry per field; ``encoding_version`` as an int or None.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> d = adb.LibraryOptions(dynamic_schema=True).to_json()
+        >>> d["dynamic_schema"], d["rows_per_segment"], d["encoding_version"]
+        (True, 100000, None)
+        """
         d = asdict(self)
         d["encoding_version"] = None if self.encoding_version is None else int(self.encoding_version)
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LibraryOptions:
+        """Options from :meth:`to_json`'s values; keys this version does not know are ignored, and
+        missing ones take their defaults (so older and newer configs read).
+
+        Parameters
+        ----------
+        d : dict
+            As :meth:`to_json` returns.
+
+        Returns
+        -------
+        LibraryOptions
+            Validated options.
+
+        Raises
+        ------
+        UnsupportedLibraryOptionValue
+            A value is out of range.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> adb.LibraryOptions.from_json({"rows_per_segment": 10, "future_option": 1}).rows_per_segment
+        10
+        """
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         if known.get("encoding_version") is not None:
             known["encoding_version"] = EncodingVersion(known["encoding_version"])

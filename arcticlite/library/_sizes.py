@@ -12,7 +12,24 @@ from arcticlite.version import LibraryKeys, unescape
 
 
 class Size(NamedTuple):
-    """Stored bytes and number of keys (``AdminTools`` results)."""
+    """Stored bytes and number of keys (``AdminTools`` results).
+
+    Attributes
+    ----------
+    bytes_compressed : int
+        Stored bytes of the keys (compressed data plus arcticlite's envelope).
+    count : int
+        Number of keys.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0]}))
+    >>> size = lib.admin_tools().get_sizes_for_symbol("S")[adb.KeyType.TABLE_DATA]
+    >>> size.count, size.bytes_compressed > 0
+    (1, True)
+    """
 
     bytes_compressed: int
     count: int  # type: ignore[assignment]  # ArcticDB's field name (shadows tuple.count)

@@ -14,7 +14,39 @@ from arcticlite._errors import ErrorCategory, ErrorCode
 
 @dataclass(slots=True)
 class VersionedItem:
-    """The result of a read or write: symbol, library, data, version and user metadata."""
+    """The result of a read or write: symbol, library, data, version and user metadata.
+
+    Writes return one without data (``data`` is None); reads carry the data in the format
+    asked for. Its ``repr`` never prints the data.
+
+    Parameters
+    ----------
+    symbol : str
+        The symbol.
+    library : str
+        The library's name.
+    data : Any
+        The data read (pandas, pyarrow or polars object, or the unpickled object); None for
+        the result of a write.
+    version : int
+        The version id.
+    metadata : Any, optional
+        The version's user metadata.
+    host : str, optional
+        The store it came from (for display).
+    timestamp : int, optional
+        When the version was created, in nanoseconds since the epoch (UTC).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> item = lib.write("S", pd.DataFrame({"px": [1.0]}), metadata={"source": "feed"})
+    >>> item.symbol, item.library, item.version, item.data
+    ('S', 'demo', 0, None)
+    >>> lib.read("S").metadata
+    {'source': 'feed'}
+    """
 
     symbol: str
     library: str
@@ -37,6 +69,25 @@ class VersionedItem:
 
 
 class SymbolVersion(NamedTuple):
+    """A symbol and one of its version ids: the keys of :meth:`Library.list_versions`.
+
+    Attributes
+    ----------
+    symbol : str
+        The symbol.
+    version : int
+        The version id.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+    >>> list(lib.list_versions("S")) == [adb.SymbolVersion("S", 0)]
+    True
+    >>> adb.SymbolVersion("S", 0)
+    S_v0
+    """
     symbol: str
     version: int
 
@@ -45,6 +96,27 @@ class SymbolVersion(NamedTuple):
 
 
 class VersionInfo(NamedTuple):
+    """What :meth:`Library.list_versions` says of a version: when, whether deleted, which snapshots.
+
+    Attributes
+    ----------
+    date : datetime.datetime
+        When the version was created (UTC).
+    deleted : bool
+        True for a deleted version still held by a snapshot.
+    snapshots : list of str
+        The snapshots holding the version.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+    >>> lib.snapshot("eod")
+    >>> info = lib.list_versions("S")[adb.SymbolVersion("S", 0)]
+    >>> info.deleted, info.snapshots
+    (False, ['eod'])
+    """
     date: datetime
     deleted: bool
     snapshots: list[str]
@@ -54,11 +126,56 @@ class VersionInfo(NamedTuple):
 
 
 class NameWithDType(NamedTuple):
+    """A column of a :class:`SymbolDescription`: its name and dtype.
+
+    Attributes
+    ----------
+    name : Any
+        The column's name (the index's, for an index level).
+    dtype : numpy.dtype or str
+        Its dtype as pandas would read it.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+    >>> lib.get_description("S").columns[0].name
+    'px'
+    """
     name: Any
     dtype: Any
 
 
 class SymbolDescription(NamedTuple):
+    """What :meth:`Library.get_description` says of a version, without reading its data.
+
+    Attributes
+    ----------
+    columns : tuple of NameWithDType
+        The data columns.
+    index : tuple of NameWithDType
+        The index level(s).
+    index_type : str
+        ``"index"`` (a timestamp index), ``"multi_index"``, ``"NA"`` (none / a row number).
+    row_count : int or None
+        The number of rows.
+    last_update_time : datetime.datetime
+        When the version was created.
+    date_range : tuple
+        The first and last index value (NaT for an empty or non-timestamp index).
+    sorted : str
+        ``"ASCENDING"``, ``"DESCENDING"``, ``"UNSORTED"`` or ``"UNKNOWN"``.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+    >>> d = lib.get_description("S")
+    >>> d.row_count, d.index_type, d.sorted, d.date_range[1]
+    (2, 'index', 'ASCENDING', Timestamp('2024-01-02 00:00:00'))
+    """
     columns: tuple[NameWithDType, ...]
     index: tuple[NameWithDType, ...]  # type: ignore[assignment]  # ArcticDB's field name
     index_type: str
@@ -90,7 +207,28 @@ class SymbolDescription(NamedTuple):
 
 
 class WritePayload:
-    """A symbol and its data for ``write_batch`` / ``append_batch``."""
+    """A symbol and its data for ``write_batch`` / ``write_pickle_batch`` / ``append_batch``.
+
+    Parameters
+    ----------
+    symbol : str
+        The symbol to write.
+    data : Any
+        A table (or, for ``write_pickle_batch``, any picklable object).
+    metadata : Any, optional
+        The new version's metadata.
+    index_column : str, optional
+        For Arrow/polars data: the column to use as index.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> df = pd.DataFrame({"px": [1.0]})
+    >>> items = lib.write_batch([adb.WritePayload("A", df, metadata={"n": 1}), adb.WritePayload("B", df)])
+    >>> [(i.symbol, i.version, i.metadata) for i in items]
+    [('A', 0, {'n': 1}), ('B', 0, None)]
+    """
 
     def __init__(self, symbol: str, data: Any, metadata: Any = None, index_column: Any = False) -> None:
         self.symbol = symbol
@@ -106,6 +244,23 @@ class WritePayload:
 
 
 class WriteMetadataPayload:
+    """A symbol and its new metadata for ``write_metadata_batch``.
+
+    Parameters
+    ----------
+    symbol : str
+        The symbol.
+    metadata : Any
+        Its new metadata.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0]}))
+    >>> [i.version for i in lib.write_metadata_batch([adb.WriteMetadataPayload("A", {"v": 2})])]
+    [1]
+    """
     def __init__(self, symbol: str, metadata: Any) -> None:
         self.symbol = symbol
         self.metadata = metadata
@@ -115,6 +270,32 @@ class WriteMetadataPayload:
 
 
 class UpdatePayload:
+    """A symbol and the rows that replace a date range of it, for ``update_batch``.
+
+    Parameters
+    ----------
+    symbol : str
+        The symbol to update.
+    data : pandas.DataFrame | pandas.Series | pyarrow.Table | polars.DataFrame
+        The new rows (timestamp-indexed).
+    metadata : Any, optional
+        The new version's metadata.
+    date_range : tuple, optional
+        The range replaced (default: the new rows' first to last timestamp).
+    index_column : str, optional
+        For Arrow/polars data: the column to use as index.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3)))
+    >>> fix = pd.DataFrame({"px": [9.0]}, index=[pd.Timestamp("2024-01-02")])
+    >>> rng = (pd.Timestamp("2024-01-02"), pd.Timestamp("2024-01-03"))
+    >>> _ = lib.update_batch([adb.UpdatePayload("A", fix, date_range=rng)])
+    >>> lib.read("A").data["px"].tolist()
+    [1.0, 9.0]
+    """
     def __init__(
         self,
         symbol: str,
@@ -134,6 +315,37 @@ class UpdatePayload:
 
 
 class ReadRequest(NamedTuple):
+    """One symbol's read in ``read_batch`` / ``read_batch_and_join``, with its own arguments.
+
+    Attributes
+    ----------
+    symbol : str
+        The symbol to read.
+    as_of : int | str | datetime, optional
+        The version (id, snapshot name or time; default the latest).
+    date_range : tuple, optional
+        As for :meth:`Library.read`.
+    row_range : tuple, optional
+        As for :meth:`Library.read`.
+    columns : list, optional
+        The columns to read.
+    query_builder : QueryBuilder, optional
+        Clauses for this symbol only.
+    output_format : str or OutputFormat, optional
+        ``"pandas"``, ``"pyarrow"`` or ``"polars"``.
+    arrow_string_format_default, arrow_string_format_per_column : optional
+        As for :meth:`Library.read`.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0, 2.0, 3.0]}))
+    >>> _ = lib.write("A", pd.DataFrame({"px": [4.0]}))
+    >>> got = lib.read_batch([adb.ReadRequest("A", as_of=0, row_range=(0, 2)), "A"])
+    >>> got[0].data["px"].tolist(), got[1].data["px"].tolist()
+    ([1.0, 2.0], [4.0])
+    """
     symbol: str
     as_of: Any = None
     date_range: Any = None
@@ -146,16 +358,67 @@ class ReadRequest(NamedTuple):
 
 
 class ReadInfoRequest(NamedTuple):
+    """One symbol (and version) for ``read_metadata_batch`` / ``get_description_batch``.
+
+    Attributes
+    ----------
+    symbol : str
+        The symbol.
+    as_of : int | str | datetime, optional
+        The version (default: the latest).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0]}), metadata="first")
+    >>> _ = lib.write("A", pd.DataFrame({"px": [1.0]}), metadata="second")
+    >>> lib.read_metadata_batch([adb.ReadInfoRequest("A", as_of=0)])[0].metadata
+    'first'
+    """
     symbol: str
     as_of: Any = None
 
 
 class DeleteRequest(NamedTuple):
+    """Versions of one symbol to delete, for ``delete_batch``.
+
+    Attributes
+    ----------
+    symbol : str
+        The symbol.
+    version_ids : list of int
+        The versions to delete (``None``: every version).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> for _ in range(3):
+    ...     _ = lib.write("A", pd.DataFrame({"px": [1.0]}))
+    >>> lib.delete_batch([adb.DeleteRequest("A", [0, 1])])
+    [None]
+    >>> [v.version for v in lib.list_versions("A")]
+    [2]
+    """
     symbol: str
     version_ids: list[int]
 
 
 class VersionRequestType(enum.Enum):
+    """How a batch item named its version (``DataError.version_request_type``).
+
+    ``SNAPSHOT`` (a snapshot name), ``TIMESTAMP`` (a time), ``SPECIFIC`` (a version id) or
+    ``LATEST`` (no ``as_of``).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> err = lib.read_batch([adb.ReadRequest("missing", as_of=3)])[0]
+    >>> err.version_request_type, err.version_request_data
+    (<VersionRequestType.SPECIFIC: 2>, 3)
+    """
     SNAPSHOT = 0
     TIMESTAMP = 1
     SPECIFIC = 2
@@ -164,7 +427,34 @@ class VersionRequestType(enum.Enum):
 
 @dataclass(slots=True)
 class DataError:
-    """A per-item failure returned in place by the batch methods."""
+    """A per-item failure returned in place by the batch methods.
+
+    The other items of the batch are unaffected; ``error_code`` and ``error_category`` are
+    ArcticDB's, derived from the exception the item raised.
+
+    Parameters
+    ----------
+    symbol : str
+        The item's symbol.
+    version_request_type : VersionRequestType, optional
+        How the item named its version.
+    version_request_data : Any, optional
+        The version id, snapshot name or time it named.
+    error_code : ErrorCode, optional
+        ArcticDB's code of the failure.
+    error_category : ErrorCategory, optional
+        ArcticDB's category of the failure.
+    exception_string : str
+        The exception's message.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> err = lib.read_batch(["missing"])[0]
+    >>> err.symbol, err.error_category, err.version_request_type
+    ('missing', <ErrorCategory.MISSING_DATA: 3>, <VersionRequestType.LATEST: 3>)
+    """
 
     symbol: str
     version_request_type: VersionRequestType | None = None
@@ -184,7 +474,18 @@ class DataError:
 class ArrowOutputStringFormat(enum.Enum):
     """The Arrow type of string columns in Arrow and polars output (ArcticDB's names):
     ``LARGE_STRING`` (``UNSPECIFIED``, the default), ``SMALL_STRING``, or dictionary-encoded
-    (``CATEGORICAL`` / ``DICTIONARY_ENCODED``: a polars ``Categorical``)."""
+    (``CATEGORICAL`` / ``DICTIONARY_ENCODED``: a polars ``Categorical``).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"venue": ["X", "Y", "X"]}))
+    >>> t = lib.read("S", output_format="pyarrow",
+    ...              arrow_string_format_default=adb.ArrowOutputStringFormat.SMALL_STRING).data
+    >>> str(t.schema.field("venue").type)
+    'string'
+    """
 
     UNSPECIFIED = "UNSPECIFIED"
     CATEGORICAL = "CATEGORICAL"
@@ -219,7 +520,19 @@ def string_format_name(value: Any) -> str | None:
 
 
 class KeyType(enum.Enum):
-    """Kinds of stored keys (names as in ArcticDB; arcticlite's layout is in docs/engine.md)."""
+    """Kinds of stored keys (names as in ArcticDB; arcticlite's layout is in docs/engine.md).
+
+    The keys of the dictionaries ``Library.admin_tools()`` returns.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+    >>> sizes = lib.admin_tools().get_sizes()
+    >>> sizes[adb.KeyType.VERSION].count
+    1
+    """
 
     VERSION_REF = "vref"
     VERSION = "ver"
@@ -232,13 +545,49 @@ class KeyType(enum.Enum):
 
 
 class StagedDataFinalizeMethod(enum.Enum):
+    """How :meth:`Library.finalize_staged_data` commits staged data: ``WRITE`` replaces the
+    symbol's data, ``APPEND`` adds after its last row.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}, index=[pd.Timestamp("2024-01-01")]))
+    >>> _ = lib.stage("S", pd.DataFrame({"px": [2.0]}, index=[pd.Timestamp("2024-01-02")]))
+    >>> _ = lib.finalize_staged_data("S", adb.StagedDataFinalizeMethod.APPEND)
+    >>> lib.read("S").data["px"].tolist()
+    [1.0, 2.0]
+    """
     WRITE = 1
     APPEND = 2
 
 
 @dataclass(frozen=True, slots=True)
 class StageResult:
-    """What ``stage`` wrote: pass it to ``finalize_staged_data(stage_results=...)``."""
+    """What ``stage`` wrote: pass it to ``finalize_staged_data(stage_results=...)``.
+
+    A small picklable value: workers that stage data return it to the process that
+    finalizes, which commits exactly the results it was given.
+
+    Parameters
+    ----------
+    symbol : str
+        The symbol staged for.
+    staged_keys : tuple of str
+        The staged entries' keys.
+    segment_counts : tuple of int
+        Segments per staged entry.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> a = lib.stage("S", pd.DataFrame({"px": [1.0]}, index=[pd.Timestamp("2024-01-01")]))
+    >>> b = lib.stage("S", pd.DataFrame({"px": [2.0]}, index=[pd.Timestamp("2024-01-02")]))
+    >>> _ = lib.finalize_staged_data("S", stage_results=[a])
+    >>> lib.read("S").data["px"].tolist(), lib.get_staged_symbols()
+    ([1.0], ['S'])
+    """
 
     symbol: str
     staged_keys: tuple[str, ...] = field(default_factory=tuple)
@@ -265,6 +614,13 @@ class RuntimeOptions:
     """Options of reads that can change at run time (ArcticDB's ``RuntimeOptions``): the output
     format (``"pandas"``, ``"pyarrow"``, ``"polars"``) and the default Arrow string format.
 
+    Parameters
+    ----------
+    output_format : str or OutputFormat
+        What reads return (default ``"pandas"``).
+    arrow_string_format_default : ArrowOutputStringFormat
+        The Arrow type of string columns in Arrow / polars output.
+
     Examples
     --------
     >>> import arcticlite as adb
@@ -280,9 +636,39 @@ class RuntimeOptions:
         self.arrow_string_format_default = arrow_string_format_default
 
     def set_output_format(self, output_format: Any) -> None:
+        """Set what reads return.
+
+        Parameters
+        ----------
+        output_format : str or OutputFormat
+            ``"pandas"``, ``"pyarrow"`` or ``"polars"``.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> opts = adb.RuntimeOptions()
+        >>> opts.set_output_format(adb.OutputFormat.POLARS)
+        >>> opts.output_format
+        <OutputFormat.POLARS: 'polars'>
+        """
         self.output_format = output_format
 
     def set_arrow_string_format_default(self, arrow_string_format_default: Any) -> None:
+        """Set the Arrow type of string columns in Arrow / polars output.
+
+        Parameters
+        ----------
+        arrow_string_format_default : ArrowOutputStringFormat
+            ``LARGE_STRING`` (default), ``SMALL_STRING`` or dictionary-encoded.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> opts = adb.RuntimeOptions()
+        >>> opts.set_arrow_string_format_default(adb.ArrowOutputStringFormat.SMALL_STRING)
+        >>> opts.arrow_string_format_default
+        <ArrowOutputStringFormat.SMALL_STRING: 'SMALL_STRING'>
+        """
         self.arrow_string_format_default = arrow_string_format_default
 
     def __repr__(self) -> str:

@@ -72,6 +72,16 @@ class OutputFormat(enum.StrEnum):
     """What :func:`denormalize` (and ``Library.read``) returns.
 
     Strings are accepted case-insensitively: ``OutputFormat("PyArrow") is OutputFormat.PYARROW``.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0]}))
+    >>> type(lib.read("S", output_format=adb.OutputFormat.PYARROW).data).__name__
+    'Table'
+    >>> adb.OutputFormat("PyArrow") is adb.OutputFormat.PYARROW
+    True
     """
 
     PANDAS = "pandas"

@@ -540,7 +540,7 @@ class QueryBuilder:
         origin : str or pandas.Timestamp
             Where bins start: ``"epoch"`` (default), ``"start"``, ``"start_day"``, ``"end"``,
             ``"end_day"`` or a timestamp (only ``"epoch"`` or a timestamp together with a
-        date range).
+            date range).
 
         Returns
         -------
