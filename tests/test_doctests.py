@@ -29,13 +29,16 @@ def test_the_examples_run(name: str, tmp_path: object, monkeypatch: pytest.Monke
 
 
 def _public_callables() -> Iterator[tuple[str, Any]]:
-    """Every public class and function of ``arcticlite.__all__`` (and of ``arcticlite.config``),
-    and the public methods (plain, class and static) each of those classes defines itself.
-    The exception classes are documented by the tree in ``arcticlite.exceptions``."""
+    """Every public class and function of ``arcticlite.__all__`` and ``arcticlite.config``, the
+    expression nodes queries are built of, and the public methods (plain, class and static)
+    each of those classes defines itself. The exception classes are documented by the tree in
+    ``arcticlite.exceptions``."""
     import arcticlite as adb
+    from arcticlite.query import ExpressionNode
 
     named = [(name, getattr(adb, name)) for name in adb.__all__]
     named += [(f"config.{name}", getattr(adb.config, name)) for name in adb.config.__all__]
+    named.append(("query.ExpressionNode", ExpressionNode))  # what col() and q["c"] return
     for name, obj in named:
         if inspect.ismodule(obj) or not callable(obj):
             continue

@@ -31,7 +31,25 @@ class ExpressionNode:
     """A node of a query expression: a column, or an operation on nodes and values.
 
     Build nodes with ``q["col"]`` / :func:`col` and Python operators: comparisons,
-    ``& | ^ ~``, ``+ - * /``, ``abs()``, unary ``-``, and the methods below.
+    ``& | ^ ~``, ``+ - * /``, ``abs()``, unary ``-``, and the methods below. ``and``,
+    ``or``, ``not`` and ``x if c else y`` are refused (use ``& | ~`` and :func:`where`).
+
+    Parameters
+    ----------
+    op : str
+        The operation (``"col"`` for a column reference).
+    *args : Any
+        Its operands: nodes or values.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("T", pd.DataFrame({"sym": ["A", "B", None, "C"], "px": [1.0, None, 3.0, 4.0]}))
+    >>> q = adb.QueryBuilder()
+    >>> expr = (q["px"] * 2 > 5) | q["sym"].isin(["A"])
+    >>> lib.read("T", query_builder=q[expr]).data["sym"].tolist()
+    ['A', None, 'C']
     """
 
     def __init__(self, op: str, *args: Any) -> None:
@@ -166,27 +184,132 @@ class ExpressionNode:
 
     def isin(self, *values: Any) -> ExpressionNode:
         """Rows whose value is one of ``values`` (a list, set, tuple, array, or several
-        arguments; order and duplicates do not matter: equal sets make equal queries)."""
+        arguments; order and duplicates do not matter: equal sets make equal queries).
+
+        With Bloom filters on the column (``LibraryOptions.bloom_min_distinct``), segments that
+        cannot hold any of the values are not read.
+
+        Parameters
+        ----------
+        *values : Any
+            The values, or one collection of them.
+
+        Returns
+        -------
+        ExpressionNode
+            A boolean expression.
+
+        Raises
+        ------
+        UserInputException
+            The values mix negative numbers with values only uint64 holds.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("T", pd.DataFrame({"sym": ["A", "B", None, "C"], "px": [1.0, None, 3.0, 4.0]}))
+        >>> q = adb.QueryBuilder()
+        >>> lib.read("T", query_builder=q[q["sym"].isin("A", "C")]).data["px"].tolist()
+        [1.0, 4.0]
+        """
         return ExpressionNode("isin", self, _flatten(values))
 
     def isnotin(self, *values: Any) -> ExpressionNode:
-        """Rows whose value is none of ``values`` (missing values included)."""
+        """Rows whose value is none of ``values`` (missing values included).
+
+        Parameters
+        ----------
+        *values : Any
+            The values, or one collection of them.
+
+        Returns
+        -------
+        ExpressionNode
+            A boolean expression.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("T", pd.DataFrame({"sym": ["A", "B", None, "C"], "px": [1.0, None, 3.0, 4.0]}))
+        >>> q = adb.QueryBuilder()
+        >>> lib.read("T", query_builder=q[q["sym"].isnotin(["A", "C"])]).data["sym"].tolist()
+        ['B', None]
+        """
         return ExpressionNode("isnotin", self, _flatten(values))
 
     def isna(self) -> ExpressionNode:
-        """Rows where the value is missing (NaN, None, NaT)."""
+        """Rows where the value is missing (NaN, None, NaT). ``isnull`` is the same.
+
+        Returns
+        -------
+        ExpressionNode
+            A boolean expression.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("T", pd.DataFrame({"sym": ["A", "B", None, "C"], "px": [1.0, None, 3.0, 4.0]}))
+        >>> q = adb.QueryBuilder()
+        >>> lib.read("T", query_builder=q[q["px"].isna()]).data["sym"].tolist()
+        ['B']
+        """
         return ExpressionNode("isna", self)
 
     isnull = isna
 
     def notna(self) -> ExpressionNode:
-        """Rows where the value is present."""
+        """Rows where the value is present. ``notnull`` is the same.
+
+        Returns
+        -------
+        ExpressionNode
+            A boolean expression.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("T", pd.DataFrame({"sym": ["A", "B", None, "C"], "px": [1.0, None, 3.0, 4.0]}))
+        >>> q = adb.QueryBuilder()
+        >>> lib.read("T", query_builder=q[q["sym"].notna()]).data["sym"].tolist()
+        ['A', 'B', 'C']
+        """
         return ExpressionNode("notna", self)
 
     notnull = notna
 
     def regex_match(self, pattern: str) -> ExpressionNode:
-        """Rows of a string column where ``pattern`` matches anywhere (``re.search``)."""
+        """Rows of a string column where ``pattern`` matches anywhere (``re.search``).
+
+        Parameters
+        ----------
+        pattern : str
+            A Python regular expression.
+
+        Returns
+        -------
+        ExpressionNode
+            A boolean expression (missing values do not match).
+
+        Raises
+        ------
+        UserInputException
+            ``pattern`` is not a string.
+        InternalException
+            ``pattern`` does not compile.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("T", pd.DataFrame({"sym": ["A", "B", None, "C"], "px": [1.0, None, 3.0, 4.0]}))
+        >>> q = adb.QueryBuilder()
+        >>> lib.read("T", query_builder=q[q["sym"].regex_match("^[AB]$")]).data["sym"].tolist()
+        ['A', 'B']
+        """
         if not isinstance(pattern, str):
             raise UserInputException(
                 f"E_INVALID_USER_ARGUMENT regex_match takes a string pattern, got {type(pattern).__name__} {pattern!r}")

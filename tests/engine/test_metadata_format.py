@@ -82,7 +82,9 @@ LATER = pd.DataFrame({"x": [3]}, index=pd.date_range("2024-01-03", periods=1))
     lambda lib: lib.write_metadata("S", BIG),
     lambda lib: lib.write_pickle("new", [1, 2], metadata=BIG),
     lambda lib: lib.write_metadata("S", {"k": (1, "b" * (17 * 1024 * 1024))}),  # pickled metadata too
-], ids=["write", "write-new", "append", "update", "write_metadata", "write_pickle", "pickled"])
+    lambda lib: lib.merge("S", LATER, metadata=BIG),
+    lambda lib: lib.finalize_staged_data("S", "append", metadata=BIG) if lib.stage("S", LATER) else None,
+], ids=["write", "write-new", "append", "update", "write_metadata", "write_pickle", "pickled", "merge", "finalize"])
 def test_metadata_above_16_mib_is_refused_naming_size_and_limit_and_changes_nothing(tmp_path: object,
                                                                                     call: object) -> None:
     lib = adb.Arctic(f"lmdb://{tmp_path}/db").create_library("p")
