@@ -50,10 +50,24 @@ def _public_callables() -> Iterator[tuple[str, Any]]:
                     yield f"{name}.{attr}", fn
 
 
+def _documented_names(doc: str) -> set[str]:
+    """The names the Parameters (or Attributes) section of a numpydoc docstring describes."""
+    lines = doc.splitlines()
+    names: set[str] = set()
+    inside = False
+    for i, line in enumerate(lines):
+        heading = i + 1 < len(lines) and lines[i + 1].strip().startswith("---")
+        if heading:
+            inside = line.strip() in ("Parameters", "Attributes")
+        elif inside and line and not line.startswith(" ") and not line.startswith("---"):
+            names |= {part.strip().lstrip("*") for part in line.split(" : ")[0].split(",")}
+    return names
+
+
 def _missing_sections(obj: Any) -> list[str]:
-    """The numpydoc sections ``obj``'s docstring lacks: Parameters when it takes any (an enum
-    is not constructed by users; a NamedTuple lists its fields as Attributes), Returns when it
-    returns something, and always Examples."""
+    """The numpydoc sections ``obj``'s docstring lacks: Parameters naming every parameter when
+    it takes any (an enum is not constructed by users; a NamedTuple lists its fields as
+    Attributes), Returns when it returns something, and always Examples."""
     doc = inspect.getdoc(obj) or ""
     has = {line.strip() for line, under in zip(doc.splitlines(), doc.splitlines()[1:], strict=False)
            if under.strip().startswith("---")}
@@ -62,8 +76,12 @@ def _missing_sections(obj: Any) -> list[str]:
     takes = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
     if inspect.isclass(obj) and issubclass(obj, tuple) and "Attributes" in has:
         has.add("Parameters")  # a NamedTuple's fields are its parameters
-    if takes and not (inspect.isclass(obj) and issubclass(obj, enum.Enum)) and "Parameters" not in has:
-        missing.append("Parameters")
+    if takes and not (inspect.isclass(obj) and issubclass(obj, enum.Enum)):
+        if "Parameters" not in has:
+            missing.append("Parameters")
+        else:
+            named = _documented_names(doc)
+            missing += [f"Parameters: {p.name}" for p in takes if p.kind is not p.VAR_KEYWORD and p.name not in named]
     returns = sig.return_annotation not in (None, "None", inspect.Signature.empty)
     if not inspect.isclass(obj) and returns and not has & {"Returns", "Yields"}:
         missing.append("Returns")
@@ -97,5 +115,19 @@ def test_the_coverage_check_sees_a_missing_section() -> None:
         """
         return 2 * x
 
+    def half_documented(x: int, y: int) -> None:
+        """Nothing.
+
+        Parameters
+        ----------
+        x : int
+            A number.
+
+        Examples
+        --------
+        >>> half_documented(1, 2)
+        """
+
     assert _missing_sections(documented) == ["Examples"]
     assert _missing_sections(lambda: None) == ["Examples"]
+    assert _missing_sections(half_documented) == ["Parameters: y"]
