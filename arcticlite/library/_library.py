@@ -1366,6 +1366,11 @@ class Library:
         -------
         None
 
+        Raises
+        ------
+        NoSuchVersionException
+            A version named in ``versions`` does not exist (nothing is deleted).
+
         Examples
         --------
         >>> import pandas as pd, arcticlite as adb
@@ -1735,6 +1740,8 @@ class Library:
 
         Raises
         ------
+        StorageException
+            The symbol does not exist.
         UserInputException
             ``rows_per_segment`` is not a positive int.
 
@@ -1769,6 +1776,11 @@ class Library:
         -------
         bool
             True when compacting would leave at least 100 fewer segments.
+
+        Raises
+        ------
+        StorageException
+            The symbol does not exist.
 
         Examples
         --------
@@ -2248,6 +2260,11 @@ class Library:
         dict
             ``SymbolVersion(symbol, version)`` -> ``VersionInfo(date, deleted, snapshots)``.
 
+        Raises
+        ------
+        NoDataFoundException
+            ``snapshot`` names no snapshot.
+
         Examples
         --------
         >>> import pandas as pd, arcticlite as adb
@@ -2507,6 +2524,11 @@ class Library:
             ``start_row``, ``end_row``, ``start_col``, ``end_col``, ``min_index``, ``max_index``,
             ``seg_offset``, ``seg_rows``, ``bytes``, ``open_tail``, ``delta``, ``key``.
 
+        Raises
+        ------
+        NoSuchVersionException
+            The symbol or the ``as_of`` version does not exist.
+
         Examples
         --------
         >>> import pandas as pd, arcticlite as adb
@@ -2536,6 +2558,11 @@ class Library:
         pandas.DataFrame
             ``key``, ``segment_bytes``, ``column``, ``rows``, ``pages``, ``encodings``,
             ``compressed``, ``raw``; for pickled data, the rows of :meth:`inspect_index`.
+
+        Raises
+        ------
+        NoSuchVersionException
+            The symbol or the ``as_of`` version does not exist.
 
         Examples
         --------
