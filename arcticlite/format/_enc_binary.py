@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import _temp, packed_words, unpack_into
+from arcticlite.format._enc_gather import gather_fixed
 from arcticlite.format._enc_policy import REUSE
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
@@ -286,10 +287,11 @@ def decode_binary_codes(
 
 def decode_binary_lazy(
     mv: memoryview, count: int, depth: int, fixed: FixedDecoder
-) -> tuple[Callable[[], np.ndarray] | None, np.ndarray, np.ndarray]:
+) -> tuple[Callable[..., np.ndarray] | None, np.ndarray, np.ndarray]:
     """As :func:`decode_binary_codes`, but the codes of a ``binary-dict`` blob are decoded only
     when the returned function is called (a filter whose value is not in the dictionary never
-    needs them). The function reads ``mv``: call it while ``mv`` is valid."""
+    needs them), all of them or, given ``rows`` (page rows, int64), only those. The function
+    reads ``mv``: call it while ``mv`` is valid."""
     eid = _blob_id(mv, depth)
     if eid == BINARY_DICT:
         (_, size, dlen) = _head(mv, NESTED_HDR)
@@ -298,7 +300,14 @@ def decode_binary_lazy(
         d_off, d_data = decode_binary(_sub(mv, NESTED_HDR.size, dlen), size, depth + 1, fixed)
         rest = mv[NESTED_HDR.size + dlen :]
 
-        def codes() -> np.ndarray:
+        def codes(rows: np.ndarray | None = None) -> np.ndarray:
+            if rows is not None:  # only these codes, gathered where the encoding allows
+                out = gather_fixed(rest, CODE_DTYPE, count, rows)
+                if out is None:
+                    return codes()[rows]
+                if len(out) and int(out.max()) >= size:
+                    raise InvalidFileError("dictionary code out of range")
+                return out
             out = _narrow_codes(rest, count)
             if out is None:
                 out = empty(count, CODE_DTYPE)

@@ -26,6 +26,7 @@ from arcticlite.exceptions import InvalidFileError
 from arcticlite.format import _enc_binary
 from arcticlite.format import _filter as F
 from arcticlite.format._decode import (
+    PLAIN_ID,
     Collector,
     _check_offsets,
     _fixed_kernel,
@@ -81,15 +82,18 @@ _FEW_CODES = 4
 
 
 class _Page:
-    """One page of a string column without nulls, decoded for filtering: ``arr`` holds its
-    dictionary (``binary-dict`` pages, whose codes are decoded on first use) or its values."""
+    """One page of a filter column without nulls, decoded for filtering: for a string column,
+    ``arr`` holds its dictionary (``binary-dict`` pages, whose codes are decoded on first use)
+    or its values; for a fixed-width column, ``values`` holds them (a view of a plain page's
+    bytes: valid while the file's buffer is)."""
 
-    __slots__ = ("first", "count", "arr", "offsets", "data", "is_dict", "_codes_fn", "_codes")
+    __slots__ = ("first", "count", "arr", "offsets", "data", "values", "is_dict", "_codes_fn", "_codes")
 
-    def __init__(self, first: int, count: int, arr: pa.Array, offsets: np.ndarray, data: np.ndarray,
-                 codes_fn: Callable[[], np.ndarray] | None) -> None:
+    def __init__(self, first: int, count: int, arr: pa.Array | None, offsets: np.ndarray | None = None,
+                 data: np.ndarray | None = None, codes_fn: Callable[..., np.ndarray] | None = None,
+                 values: np.ndarray | None = None) -> None:
         self.first, self.count, self.arr = first, count, arr
-        self.offsets, self.data = offsets, data
+        self.offsets, self.data, self.values = offsets, data, values
         self.is_dict = codes_fn is not None
         self._codes_fn = codes_fn
         self._codes: np.ndarray | None = None
@@ -102,9 +106,21 @@ class _Page:
             self._codes_fn = None  # it holds the page's bytes
         return self._codes
 
+    def codes_at(self, rows: np.ndarray) -> np.ndarray:
+        """The codes of page rows ``rows`` only (gathered from the encoded codes when they
+        were not decoded whole)."""
+        if self._codes is None and self._codes_fn is not None:
+            return self._codes_fn(rows)
+        return self.codes()[rows]
+
     def mask(self, term: F.Term, a: int, b: int) -> np.ndarray | None:
         """``term`` on rows ``[a, b)`` of the page (page rows); None where no row passes
         (a dictionary without a passing value: its codes are not decoded)."""
+        if self.values is not None:
+            v = self.values[a:b]
+            got = _numpy_mask(v, term)
+            return got if got is not None else term_mask(pa.array(np.ascontiguousarray(v)), term)
+        assert self.arr is not None
         m = term_mask(self.arr, term)
         if not self.is_dict:
             return m[a:b]
@@ -121,6 +137,38 @@ class _Page:
                 out |= codes == kind(h)
             return out
         return m[codes]
+
+
+_NUMPY_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+              ">": np.greater, ">=": np.greater_equal}
+
+
+def _exact_operand(v: Any, dtype: np.dtype) -> Any:
+    """``v`` as a numpy scalar of ``dtype`` when numpy compares it with values of ``dtype``
+    exactly as Arrow does (float64 values and a real number, int64 values and an int in
+    range); None otherwise."""
+    if isinstance(v, bool | np.bool_):
+        return None
+    if dtype == np.float64 and isinstance(v, int | float | np.integer | np.floating):
+        f = float(v)
+        return np.float64(f) if (not isinstance(v, int | np.integer) or int(f) == int(v)) else None
+    if dtype == np.int64 and isinstance(v, int | np.integer) and -(1 << 63) <= int(v) < (1 << 63):
+        return np.int64(int(v))
+    return None
+
+
+def _numpy_mask(v: np.ndarray, term: F.Term) -> np.ndarray | None:
+    """A comparison ``term`` on the numpy values ``v`` (no nulls), None when numpy might
+    compare differently from Arrow (then Arrow judges)."""
+    if term.op in _NUMPY_OPS:
+        x = _exact_operand(term.value, v.dtype)
+        return None if x is None else np.asarray(_NUMPY_OPS[term.op](v, x))
+    if term.op == "between":
+        lo, hi = (_exact_operand(term.value[0], v.dtype), _exact_operand(term.value[1], v.dtype))
+        if lo is None or hi is None:
+            return None
+        return (v >= lo) & (v <= hi)
+    return None
 
 
 class _Column:
@@ -186,6 +234,40 @@ def _string_pages(cm: ColumnMeta, starts: Sequence[int], ivs: Intervals, coll: C
     return True
 
 
+def _fixed_pages(cm: ColumnMeta, starts: Sequence[int], ivs: Intervals, coll: Collector,
+                 col: _Column) -> bool:
+    """Plan the pages of an int64 / float64 column without nulls holding ``ivs`` as
+    :class:`_Page` s of numpy values into ``col.pages`` (a plain page: a view of its bytes, no
+    copy); False when the column does not qualify."""
+    node = cm.nodes[0]
+    if node.kind != FIXED or node.type not in (pa.int64(), pa.float64()):
+        return False
+    dtype = np.dtype(node.type.to_pandas_dtype())
+    plans: list[tuple[tuple[Any, ...], int]] = []
+    for st in range(len(starts) - 1):
+        s0, s1 = starts[st], starts[st + 1]
+        if not any(a < s1 and b > s0 for a, b in ivs):
+            continue
+        if _state(cm, node.streams[0], st) != "valid":
+            return False
+        for p in cm.plist[node.streams[1]][st]:
+            a, b = s0 + p[P_FIRST], s0 + p[P_FIRST] + p[P_ITEMS]
+            if any(x < b and a < y for x, y in ivs):
+                if p[P_RAW] != p[P_ITEMS] * dtype.itemsize:
+                    raise InvalidFileError("page size does not match its item count")
+                plans.append((p, a))
+    for p, first in plans:
+        def fn(mv: memoryview, first: int = first, cnt: int = p[P_ITEMS]) -> None:
+            if len(mv) == 1 + cnt * dtype.itemsize and mv[0] == PLAIN_ID:
+                values = np.frombuffer(mv, dtype=dtype, count=cnt, offset=1)
+            else:
+                values = np.empty(cnt, dtype=dtype)
+                _fixed_kernel(mv, dtype, cnt, values, 0)
+            col.pages.append(_Page(first, cnt, None, values=values))
+        coll.add(p, fn)
+    return True
+
+
 def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta], starts: Sequence[int],
                coll: Collector, run: Callable[[Collector], None],
                plan_column: Callable[[ColumnMeta, Intervals, Collector], Any],
@@ -200,7 +282,8 @@ def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta]
     fins: dict[str, Any] = {}
     for name, cm in metas.items():
         col = cols[name] = _Column()
-        if cm.all_null or not _string_pages(cm, starts, ivs, coll, col):
+        if cm.all_null or not (_string_pages(cm, starts, ivs, coll, col)
+                               or _fixed_pages(cm, starts, ivs, coll, col)):
             col.pages = []
             fins[name] = plan_column(cm, ivs, coll)
     run(coll)
@@ -262,11 +345,11 @@ def _take_strings(cm: ColumnMeta, st: int, local: np.ndarray, coll: Collector) -
         rel = local[s:e] - p[P_FIRST]
 
         def fn(mv: memoryview, j: int = j, rel: np.ndarray = rel, cnt: int = p[P_ITEMS]) -> None:
-            codes, offs, data = _enc_binary.decode_binary_codes(mv, cnt, 0, _fixed_kernel)
+            codes, offs, data = _enc_binary.decode_binary_lazy(mv, cnt, 0, _fixed_kernel)
             data = np.asarray(data).view(np.uint8)
             size = cnt if codes is None else len(offs) - 1
             _check_offsets(offs, data, size)
-            sel = rel if codes is None else codes[rel]
+            sel = rel if codes is None else codes(rel)
             parts[j] = _enc_binary._gather(np.asarray(offs, dtype=np.int64), data, sel, np.dtype(odt))
 
         coll.add(p, fn)
@@ -395,20 +478,30 @@ def _take_known(cm: ColumnMeta, known: _Column, ivs: Intervals, rows: np.ndarray
         return lambda: vals.take(pa.array(pos))
     node = cm.nodes[0]
     pages = sorted(known.pages, key=lambda pg: pg.first)
-    if not pages or node.kind != BINARY:
+    if not pages or node.kind not in (BINARY, FIXED):
         return None
     firsts = np.array([pg.first for pg in pages], dtype=np.int64)
     which = np.searchsorted(firsts, rows, "right") - 1
     if n and (int(which.min()) < 0 or bool((rows - firsts[which] >= np.array([pg.count for pg in pages])[which]).any())):
         return None
-    odt = np.dtype(cm.specs[node.streams[1]].dtype)
     ks, at = np.unique(which, return_index=True)
     bounds = [*at.tolist(), n]
+    if node.kind == FIXED:
+        if any(pg.values is None for pg in pages):
+            return None
+        out = np.empty(n, dtype=pages[0].values.dtype)  # type: ignore[union-attr]
+        for j, k in enumerate(ks.tolist()):
+            pg = pages[k]
+            lo, hi = int(bounds[j]), int(bounds[j + 1])
+            np.take(pg.values, rows[lo:hi] - pg.first, out=out[lo:hi])
+        return lambda: pa.Array.from_buffers(node.type, n, [None, pa.py_buffer(out)])
+    odt = np.dtype(cm.specs[node.streams[1]].dtype)
     parts: list[tuple[np.ndarray, np.ndarray] | None] = []
     for j, k in enumerate(ks.tolist()):
         pg = pages[k]
         rel = rows[int(bounds[j]) : int(bounds[j + 1])] - pg.first
-        sel = pg.codes()[rel] if pg.is_dict else rel
+        sel = pg.codes_at(rel) if pg.is_dict else rel
+        assert pg.offsets is not None and pg.data is not None
         parts.append(_enc_binary._gather(np.asarray(pg.offsets, dtype=np.int64), pg.data, sel, odt))
     fin = concat_binary(parts, odt, n)
     return lambda: pa.Array.from_buffers(node.type, n, [None, *fin()])
