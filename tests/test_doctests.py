@@ -28,11 +28,11 @@ def test_the_examples_run(name: str, tmp_path: object, monkeypatch: pytest.Monke
     assert os.getcwd() == str(tmp_path)
 
 
-def _public_callables() -> Iterator[tuple[str, Any]]:
-    """Every public class and function of ``arcticlite.__all__`` and ``arcticlite.config``, the
-    expression nodes queries are built of, and the public methods (plain, class and static)
-    each of those classes defines itself. The exception classes are documented by the tree in
-    ``arcticlite.exceptions``."""
+def _public_callables() -> Iterator[tuple[str, Any, bool]]:
+    """``(name, callable, is_property_getter)`` of every public class and function of
+    ``arcticlite.__all__`` and ``arcticlite.config``, of the expression nodes queries are built
+    of, and of the public methods and properties each of those classes defines itself. The
+    exception classes are documented by the tree in ``arcticlite.exceptions``."""
     import arcticlite as adb
     from arcticlite.query import ExpressionNode
 
@@ -42,12 +42,13 @@ def _public_callables() -> Iterator[tuple[str, Any]]:
     for name, obj in named:
         if inspect.ismodule(obj) or not callable(obj):
             continue
-        yield name, obj
+        yield name, obj, False
         if inspect.isclass(obj):
             for attr, raw in vars(obj).items():
                 fn = raw.__func__ if isinstance(raw, staticmethod | classmethod) else raw
+                fn = fn.fget if isinstance(raw, property) else fn
                 if not attr.startswith("_") and inspect.isfunction(fn):
-                    yield f"{name}.{attr}", fn
+                    yield f"{name}.{attr}", fn, isinstance(raw, property)
 
 
 def _documented_names(doc: str) -> set[str]:
@@ -64,10 +65,11 @@ def _documented_names(doc: str) -> set[str]:
     return names
 
 
-def _missing_sections(obj: Any) -> list[str]:
+def _missing_sections(obj: Any, getter: bool = False) -> list[str]:
     """The numpydoc sections ``obj``'s docstring lacks: Parameters naming every parameter when
     it takes any (an enum is not constructed by users; a NamedTuple lists its fields as
-    Attributes), Returns when it returns something, and always Examples."""
+    Attributes), Returns when it returns something (a property ``getter`` says what it is in
+    its summary instead), and always Examples."""
     doc = inspect.getdoc(obj) or ""
     has = {line.strip() for line, under in zip(doc.splitlines(), doc.splitlines()[1:], strict=False)
            if under.strip().startswith("---")}
@@ -82,7 +84,7 @@ def _missing_sections(obj: Any) -> list[str]:
         else:
             named = _documented_names(doc)
             missing += [f"Parameters: {p.name}" for p in takes if p.kind is not p.VAR_KEYWORD and p.name not in named]
-    returns = sig.return_annotation not in (None, "None", inspect.Signature.empty)
+    returns = sig.return_annotation not in (None, "None", inspect.Signature.empty) and not getter
     if not inspect.isclass(obj) and returns and not has & {"Returns", "Yields"}:
         missing.append("Returns")
     if "Examples" not in has:
@@ -93,7 +95,7 @@ def _missing_sections(obj: Any) -> list[str]:
 def test_every_public_callable_has_parameters_returns_and_examples() -> None:
     """Every public class, function and method a user reaches from ``import arcticlite`` says
     what it takes, what it returns, and shows a call (run by the test above)."""
-    found = {name: _missing_sections(obj) for name, obj in _public_callables()}
+    found = {name: _missing_sections(obj, getter) for name, obj, getter in _public_callables()}
     assert len(found) > 120  # the walk reaches the classes' methods
     missing = {name: sections for name, sections in found.items() if sections}
     assert not missing, f"docstrings without these numpydoc sections: {missing}"

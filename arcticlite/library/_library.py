@@ -225,7 +225,14 @@ class Library:
 
     @property
     def name(self) -> str:
-        """The library's name."""
+        """The library's name.
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> adb.Arctic("mem://").create_library("prices").name
+        'prices'
+        """
         return self._name
 
     def options(self) -> LibraryOptions:
@@ -280,7 +287,15 @@ class Library:
     @property
     def read_only(self) -> bool:
         """Whether this library refuses every change (``get_library(..., read_only=True)`` or
-        ``Arctic(..., read_only=True)``)."""
+        ``Arctic(..., read_only=True)``).
+
+        Examples
+        --------
+        >>> import arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> ac.create_library("prices").read_only, ac.get_library("prices", read_only=True).read_only
+        (False, True)
+        """
         return self._read_only
 
     # -- internals shared by the methods ---------------------------------------------------------

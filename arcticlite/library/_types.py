@@ -596,7 +596,16 @@ class StageResult:
     @property
     def staged_segments(self) -> list[str]:
         """One name per staged segment (as ArcticDB; ``stage`` splits the data by the library's
-        ``rows_per_segment`` / ``columns_per_segment``): ``{staged key}#{i}``."""
+        ``rows_per_segment`` / ``columns_per_segment``): ``{staged key}#{i}``.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> result = lib.stage("S", pd.DataFrame({"px": [1.0, 2.0, 3.0]}))
+        >>> [name.rsplit("#", 1)[1] for name in result.staged_segments]
+        ['0', '1']
+        """
         counts = self.segment_counts or (1,) * len(self.staged_keys)
         return [f"{key}#{i}" for key, n in zip(self.staged_keys, counts, strict=True) for i in range(max(n, 1))]
 
