@@ -31,14 +31,16 @@ def test_the_examples_run(name: str, tmp_path: object, monkeypatch: pytest.Monke
 def _public_callables() -> Iterator[tuple[str, Any, bool]]:
     """``(name, callable, is_property_getter)`` of every public class and function of
     ``arcticlite.__all__`` and ``arcticlite.config``, of the expression nodes queries are built
-    of, and of the public methods and properties each of those classes defines itself. The
+    of and the admin tools, and of the public methods and properties each of those classes defines itself. The
     exception classes are documented by the tree in ``arcticlite.exceptions``."""
     import arcticlite as adb
+    from arcticlite.library import AdminTools
     from arcticlite.query import ExpressionNode
 
     named = [(name, getattr(adb, name)) for name in adb.__all__]
     named += [(f"config.{name}", getattr(adb.config, name)) for name in adb.config.__all__]
-    named.append(("query.ExpressionNode", ExpressionNode))  # what col() and q["c"] return
+    named += [("query.ExpressionNode", ExpressionNode),  # what col() and q["c"] return
+              ("library.AdminTools", AdminTools)]  # what Library.admin_tools() returns
     for name, obj in named:
         if inspect.ismodule(obj) or not callable(obj):
             continue
