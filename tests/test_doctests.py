@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import enum
 import importlib
@@ -31,16 +32,18 @@ def test_the_examples_run(name: str, tmp_path: object, monkeypatch: pytest.Monke
 def _public_callables() -> Iterator[tuple[str, Any, bool]]:
     """``(name, callable, is_property_getter)`` of every public class and function of
     ``arcticlite.__all__`` and ``arcticlite.config``, of the expression nodes queries are built
-    of and the admin tools, and of the public methods and properties each of those classes defines itself. The
+    of, the admin tools and the scan API, and of the public methods and properties each of those classes defines itself. The
     exception classes are documented by the tree in ``arcticlite.exceptions``."""
     import arcticlite as adb
     from arcticlite.library import AdminTools
     from arcticlite.query import ExpressionNode
+    from arcticlite.table import ScanPlan, ScanTask
 
     named = [(name, getattr(adb, name)) for name in adb.__all__]
     named += [(f"config.{name}", getattr(adb.config, name)) for name in adb.config.__all__]
     named += [("query.ExpressionNode", ExpressionNode),  # what col() and q["c"] return
-              ("library.AdminTools", AdminTools)]  # what Library.admin_tools() returns
+              ("library.AdminTools", AdminTools),  # what Library.admin_tools() returns
+              ("table.ScanPlan", ScanPlan), ("table.ScanTask", ScanTask)]  # the connectors' scan API
     for name, obj in named:
         if inspect.ismodule(obj) or not callable(obj):
             continue
@@ -69,17 +72,17 @@ def _documented_names(doc: str) -> set[str]:
 
 def _missing_sections(obj: Any, getter: bool = False) -> list[str]:
     """The numpydoc sections ``obj``'s docstring lacks: Parameters naming every parameter when
-    it takes any (an enum is not constructed by users; a NamedTuple lists its fields as
-    Attributes), Returns when it returns something (a property ``getter`` says what it is in
+    it takes any (an enum is not constructed by users; a NamedTuple or dataclass may list its
+    fields as Attributes), Returns when it returns something (a property ``getter`` says what it is in
     its summary instead), and always Examples."""
     doc = inspect.getdoc(obj) or ""
     has = {line.strip() for line, under in zip(doc.splitlines(), doc.splitlines()[1:], strict=False)
            if under.strip().startswith("---")}
     missing = []
     sig = inspect.signature(obj)
-    takes = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
-    if inspect.isclass(obj) and issubclass(obj, tuple) and "Attributes" in has:
-        has.add("Parameters")  # a NamedTuple's fields are its parameters
+    takes = [p for p in sig.parameters.values() if p.name not in ("self", "cls") and not p.name.startswith("_")]
+    if inspect.isclass(obj) and (issubclass(obj, tuple) or dataclasses.is_dataclass(obj)) and "Attributes" in has:
+        has.add("Parameters")  # the fields of a NamedTuple or dataclass are its parameters
     if takes and not (inspect.isclass(obj) and issubclass(obj, enum.Enum)):
         if "Parameters" not in has:
             missing.append("Parameters")

@@ -68,8 +68,9 @@ class ScanTask:
     Attributes
     ----------
     uri : str
-        The store's URI, as ``Arctic(uri)`` takes it.
+        The store's URI, as ``Arctic(uri)`` takes it (never shown in its ``repr``).
     library : str
+        The library's name.
     plan : ReadPlan
         The read, restricted to this task's segments.
     rows : int
@@ -78,6 +79,17 @@ class ScanTask:
         Stored bytes of this task's segments (all their columns).
     read_only : bool
         Open the store read-only (the scan of a library opened with ``read_only=True``).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb, tempfile
+    >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+    >>> plan = lib.scan("S")
+    >>> import pickle
+    >>> task = pickle.loads(pickle.dumps(plan.tasks(target_rows=2)[1]))  # as a worker receives it
+    >>> task.rows, task.segments, task.to_table().column("px").to_pylist()
+    (2, 1, [3.0, 4.0])
     """
 
     uri: str = field(repr=False)  # may hold credentials
@@ -89,7 +101,17 @@ class ScanTask:
 
     @property
     def segments(self) -> int:
-        """Segments this task fetches (one per row group and column slice)."""
+        """Segments this task fetches (one per row group and column slice).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> [task.segments for task in plan.tasks(target_rows=2)]
+        [1, 1, 1]
+        """
         return len(self.plan.leaves)
 
     def execute(self, store: KVStore | None = None, *, threads: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -103,12 +125,60 @@ class ScanTask:
             Cores the task may use. 1 decodes in the calling thread (a worker that runs one
             task per core, as a Spark executor does, gets its parallelism from running tasks
             side by side, not from threads inside each). None: the process's thread pools.
+
+        Yields
+        ------
+        pyarrow.RecordBatch
+            Batches of the plan's schema, in index order.
+
+        Raises
+        ------
+        UserInputException
+            ``threads`` is not a positive int, or the library is ``mem://`` and no ``store``
+            was given outside the planning process.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> batches = [b for task in plan.tasks() for b in task.execute(threads=1)]
+        >>> sum(b.num_rows for b in batches)
+        5
         """
         table = self.to_table(store, threads=threads)
         yield from table.to_batches()
 
     def to_table(self, store: KVStore | None = None, *, threads: int | None = None) -> pa.Table:
-        """This task's rows as one Arrow table (``threads``: as for :meth:`execute`)."""
+        """This task's rows as one Arrow table (``threads``: as for :meth:`execute`).
+
+        Parameters
+        ----------
+        store : KVStore, optional
+            The store to read from; by default one opened from :attr:`uri` (once per process).
+        threads : int, optional
+            Cores the task may use (see :meth:`execute`).
+
+        Returns
+        -------
+        pyarrow.Table
+            The task's rows, with the plan's schema.
+
+        Raises
+        ------
+        UserInputException
+            ``threads`` is not a positive int.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> plan.tasks(target_rows=2)[-1].to_table().column("px").to_pylist()
+        [5.0]
+        """
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise UserInputException(f"threads={threads!r} must be a positive int or None")
         st = store if store is not None else store_for(self.uri, self.read_only)
@@ -121,11 +191,17 @@ class ScanTask:
 class ScanPlan:
     """A planned read of one version of one symbol (see :meth:`arcticlite.Library.scan`).
 
+    Planning walked the table index once; nothing else is read until tasks run. A plan
+    pickles without its store: unpickled elsewhere, its tasks open the URI.
+
     Attributes
     ----------
     uri : str
+        The store's URI (never shown in its ``repr``).
     library : str
+        The library's name.
     symbol : str
+        The symbol.
     version : int
         The version id the scan reads (resolved once, at planning).
     schema : pyarrow.Schema
@@ -135,6 +211,15 @@ class ScanPlan:
         The engine's plan: segments, rows, columns, ranges, query.
     read_only : bool
         Its tasks open the store read-only (a library opened with ``read_only=True``).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb, tempfile
+    >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+    >>> plan = lib.scan("S")
+    >>> plan.version, plan.segments, plan.schema.names
+    (0, 3, ['index', 'px'])
     """
 
     uri: str = field(repr=False)  # may hold credentials
@@ -153,17 +238,49 @@ class ScanPlan:
 
     @property
     def segments(self) -> int:
-        """Segments to fetch, after pruning."""
+        """Segments to fetch, after pruning.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> lib.scan("S", date_range=(pd.Timestamp("2024-01-05"), None)).segments
+        1
+        """
         return len(self.read.leaves)
 
     @property
     def segments_considered(self) -> int:
-        """Segments the index and row ranges selected, before pruning by statistics."""
+        """Segments the index and row ranges selected, before pruning by statistics.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> q = adb.QueryBuilder()
+        >>> pruned = lib.scan("S", query_builder=q[q["px"] > 4.5])
+        >>> pruned.segments_considered, pruned.segments
+        (3, 1)
+        """
         return self.read.segments_considered
 
     @property
     def nbytes(self) -> int:
-        """Stored bytes of the segments to fetch."""
+        """Stored bytes of the segments to fetch.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> plan.nbytes == sum(task.nbytes for task in plan.tasks())
+        True
+        """
         return int(self.read.leaves["nbytes"].sum()) if len(self.read.leaves) else 0
 
     def tasks(self, target_bytes: int = 64 << 20, *, target_rows: int | None = None) -> list[ScanTask]:
@@ -174,7 +291,33 @@ class ScanPlan:
         index order, so the tasks' outputs concatenated in order are the read's rows; a task
         closes at the first row group that takes it to either target. Stored bytes say what a
         task fetches; rows say what it decodes (well-compressed data is small on disk but not in
-        memory). An empty scan has no tasks.
+        memory). An empty scan has no tasks. Cutting reads nothing.
+
+        Parameters
+        ----------
+        target_bytes : int
+            Stored bytes per task (default 64 MiB).
+        target_rows : int, optional
+            Rows per task at most (a row group is never split).
+
+        Returns
+        -------
+        list of ScanTask
+            In index order.
+
+        Raises
+        ------
+        UserInputException
+            A target is not positive.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> [task.rows for task in plan.tasks(target_rows=2)], len(plan.tasks())
+        ([2, 2, 1], 1)
         """
         if int(target_bytes) <= 0:
             raise UserInputException(f"target_bytes must be positive, got {target_bytes!r}")
@@ -222,7 +365,22 @@ class ScanPlan:
         return tasks
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """Run every task here, in order, yielding their record batches."""
+        """Run every task here, in order, yielding their record batches.
+
+        Yields
+        ------
+        pyarrow.RecordBatch
+            Batches of :attr:`schema`, in index order; one task's segments in memory at a time.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> sum(batch.num_rows for batch in plan.to_batches())
+        5
+        """
         for task in self.tasks():
             yield from task.execute(self._store)
 
@@ -251,7 +409,22 @@ class ScanPlan:
         return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
 
     def to_table(self) -> pa.Table:
-        """The whole scan as one Arrow table (in this process)."""
+        """The whole scan as one Arrow table (in this process).
+
+        Returns
+        -------
+        pyarrow.Table
+            Every row of the scan, with :attr:`schema` (an empty table when nothing matched).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb, tempfile
+        >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0, 5.0]}, index=pd.date_range("2024-01-01", periods=5)))
+        >>> plan = lib.scan("S")
+        >>> plan.to_table().column("px").to_pylist()
+        [1.0, 2.0, 3.0, 4.0, 5.0]
+        """
         parts = [task.to_table(self._store) for task in self.tasks()]
         if not parts:
             return self.schema.empty_table()
