@@ -115,8 +115,11 @@ class S3Store(KVStore):
         Threads of the pool that serves :meth:`read_many` / :meth:`write_many` (default: the
         ``VersionStore.NumIOThreads`` setting, else 16).
     connect_timeout, read_timeout : float, optional
-        Seconds (default: the ``S3Storage.ConnectTimeoutMs`` / ``RequestTimeoutMs`` settings,
-        else 10 and 60).
+        Seconds to wait for a connection, and for each read from the socket: a response that
+        stalls longer fails that attempt, which is retried (so a read gives up after at most
+        about ``retry.max_attempts`` × ``read_timeout``, never hangs). Default: the URI's
+        ``connect_timeout=`` / ``read_timeout=``, else the ``S3Storage.ConnectTimeoutMs`` /
+        ``RequestTimeoutMs`` settings, else 10 and 60. Not applied to an injected ``client``.
     credentials : (str, str), optional
         Access key and secret (from a URI's ``access=`` / ``secret=``); default: boto3's chain.
 
@@ -182,7 +185,7 @@ class S3Store(KVStore):
             profile=uri.aws_profile,
             verify=uri.ca_cert_path,
             credentials=(uri.access, uri.secret) if uri.access and uri.secret else None,
-            **kwargs,
+            **{"connect_timeout": uri.connect_timeout, "read_timeout": uri.read_timeout, **kwargs},
         )
 
     def __repr__(self) -> str:
@@ -270,6 +273,8 @@ class S3Store(KVStore):
         :class:`AmbiguousWriteError`.
         """
         _, _, bexc = _boto()
+        import urllib3.exceptions as urllib3_errors  # botocore's HTTP layer
+
         client = self._s3()
         maybe_landed = False
         last: BaseException | None = None
@@ -307,6 +312,8 @@ class S3Store(KVStore):
                 bexc.HTTPClientError,
                 bexc.IncompleteReadError,
                 bexc.ResponseStreamingError,
+                urllib3_errors.HTTPError,  # a body botocore reads itself can raise urllib3's own
+                                           # (ReadTimeoutError, ProtocolError) untranslated
             ) as exc:
                 maybe_landed = True  # sent, then the connection failed: it may have applied
                 last = exc
@@ -321,7 +328,9 @@ class S3Store(KVStore):
                 raise StorageException(f"{what}: {type(exc).__name__}: {exc}") from exc
             if attempt + 1 < self.retry.max_attempts:
                 self.retry.sleep(attempt)
-        extra = " (a conditional write may have landed: read it back)" if maybe_landed else ""
+        extra = ""
+        if maybe_landed and not what.startswith(("read", "list_keys", "exists")):
+            extra = " (a conditional write may have landed: read it back)"
         raise StorageUnavailableError(
             f"{what}: S3 did not answer after {self.retry.max_attempts} attempts{extra}: {last}"
         ) from last

@@ -8,7 +8,8 @@ Accepted forms (ArcticDB's, so existing connection strings keep working)::
     s3s://<endpoint>:<bucket>[?options]    S3 over HTTPS
 
 S3 options: ``port``, ``path_prefix``, ``region``, ``use_virtual_addressing``, ``ssl``,
-``aws_auth``, ``aws_profile``, ``CA_cert_path``, and ArcticDB's ``access`` / ``secret``
+``aws_auth``, ``aws_profile``, ``CA_cert_path``, ``connect_timeout`` / ``read_timeout`` (seconds;
+arcticlite's own), and ArcticDB's ``access`` / ``secret``
 (masked in ``repr``, messages and :func:`redact`); without them credentials come from boto3's
 default chain (environment, config files, instance roles) or a client injected into
 :class:`S3Store`. Values are taken as written, as ArcticDB parses them (pairs split on ``&``
@@ -43,6 +44,8 @@ _S3_KEYS = frozenset(
         "aws_auth",
         "aws_profile",
         "CA_cert_path",
+        "connect_timeout",
+        "read_timeout",
         "access",
         "secret",
     }
@@ -110,6 +113,10 @@ class S3Uri:
         Named profile of boto3's configuration files.
     ca_cert_path : str or None
         CA bundle to verify the endpoint's certificate with.
+    connect_timeout, read_timeout : float or None
+        Seconds to wait for a connection, and for each read from the socket (a response that
+        stalls longer is retried, within the store's bounded retries); ``None``: the
+        ``S3Storage.ConnectTimeoutMs`` / ``RequestTimeoutMs`` settings, else 10 and 60.
     """
 
     uri: str
@@ -122,6 +129,8 @@ class S3Uri:
     https: bool = False
     aws_profile: str | None = None
     ca_cert_path: str | None = None
+    connect_timeout: float | None = None
+    read_timeout: float | None = None
     access: str | None = dataclasses.field(default=None, repr=False)
     secret: str | None = dataclasses.field(default=None, repr=False)
 
@@ -241,6 +250,18 @@ def _parse_s3(given: str) -> S3Uri:
                 f"Invalid URI specified {uri!r}: aws_auth={params['aws_auth']!r} is not "
                 "supported (credentials always come from boto3's default chain)"
             )
+    timeouts: dict[str, float] = {}
+    for name in ("connect_timeout", "read_timeout"):
+        if name in params:
+            try:
+                timeouts[name] = float(params[name])
+                if not 0 < timeouts[name] < float("inf"):
+                    raise ValueError
+            except ValueError:
+                raise StorageUriError(
+                    f"Invalid URI specified {uri!r}: {name}={params[name]!r} is not a number of seconds "
+                    f"above 0 (e.g. {name}=30)"
+                ) from None
     https = bool(m.group("secure"))
     if "ssl" in params:
         https = https or _bool(uri, "ssl", params["ssl"])
@@ -259,6 +280,8 @@ def _parse_s3(given: str) -> S3Uri:
         https=https,
         aws_profile=params.get("aws_profile") or None,
         ca_cert_path=params.get("CA_cert_path") or None,
+        connect_timeout=timeouts.get("connect_timeout"),
+        read_timeout=timeouts.get("read_timeout"),
         access=params.get("access") or None,
         secret=params.get("secret") or None,
     )

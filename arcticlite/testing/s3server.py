@@ -5,8 +5,9 @@ conditional writers can both win (about 1 round in 600). :class:`S3TestServer` w
 WSGI application in a middleware that serialises requests under one lock, which makes the
 conditional checks exact (what real S3 guarantees). The same middleware can inject faults:
 a 503 ``SlowDown`` *before* moto sees a request, or a 500 ``InternalError`` *after* moto
-applied it (a lost response), deterministically (:meth:`S3TestServer.fail_next`) or at a
-seeded rate (:meth:`S3TestServer.set_fault_rates`).
+applied it (a lost response), a connection reset, a response cut off mid-body
+(:data:`TRUNCATE`) or one that stalls mid-body (:data:`STALL`), deterministically
+(:meth:`S3TestServer.fail_next`) or at a seeded rate (:meth:`S3TestServer.set_fault_rates`).
 
 Example
 -------
@@ -23,15 +24,28 @@ import random
 import socket
 import struct
 import threading
+import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["RESET", "S3TestServer"]
+__all__ = ["RESET", "SHORT", "STALL", "TRUNCATE", "S3TestServer"]
 
 #: The fault "status" that drops the connection without an answer (a TCP reset).
 RESET = 0
+#: An "after" fault: moto's real status and headers (its ``Content-Length`` included) and the
+#: first half of its body are sent, then the connection is closed (the client gets less than
+#: ``Content-Length`` says).
+TRUNCATE = -1
+#: An "after" fault: moto's real status, headers and the first half of its body are sent, then
+#: the server waits ``stall_seconds`` (:meth:`S3TestServer.set_fault_rates`) before the rest: a
+#: slow response, or with a long wait one that never finishes within the client's read timeout.
+STALL = -2
+#: An "after" fault: moto's real status and the first half of its body, with a
+#: ``Content-Length`` (and no checksum header) that says that is all: a body cut short by
+#: something on the way that rewrote the headers; only the data's own checksums can tell.
+SHORT = -3
 
 _REGION = "us-east-1"
 _ERROR_XML = (
@@ -58,6 +72,7 @@ class _FaultPlan:
         self.after_statuses: tuple[int, ...] = (500,)
         self.rng = random.Random(0)
         self.injected = {"before": 0, "after": 0}
+        self.stall_seconds = 5.0
 
     def decide(self, method: str) -> tuple[str, int] | None:
         with self.lock:
@@ -134,6 +149,16 @@ class _Middleware:
         else:
             self.requests += 1
             (status, headers), body = self._call_app(environ)
+        if fault is not None and fault[1] == SHORT:
+            data = b"".join(body)
+            data = data[: len(data) // 2]
+            drop = {"content-length", "content-md5", "etag"}
+            start_response(status, [(k, v) for k, v in headers if k.lower() not in drop and
+                                    not k.lower().startswith("x-amz-checksum")] + [("Content-Length", str(len(data)))])
+            return [data]
+        if fault is not None and fault[1] in (TRUNCATE, STALL):  # applied; the body is cut or slow
+            start_response(status, headers)
+            return _partial(b"".join(body), environ, self.plan.stall_seconds if fault[1] == STALL else None)
         if fault is not None:  # "after": moto applied the request; the response is lost
             return _error(start_response, fault[1], environ)
         start_response(status, headers)
@@ -147,6 +172,20 @@ def _drain(environ: dict[str, Any]) -> None:
         length = 0
     if length:
         environ["wsgi.input"].read(length)
+
+
+def _partial(data: bytes, environ: dict[str, Any], stall: float | None) -> Iterable[bytes]:
+    """The first half of ``data``; then either the connection closes (``stall=None``) or,
+    ``stall`` seconds later, the rest."""
+    yield data[: len(data) // 2]
+    if stall is None:
+        sock = environ.get("werkzeug.socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # an orderly close mid-body: EOF before Content-Length
+        return
+    time.sleep(stall)
+    yield data[len(data) // 2:]
 
 
 def _error(start_response: Callable, status: int, environ: dict[str, Any]) -> list[bytes]:
@@ -289,7 +328,8 @@ class S3TestServer:
         """Make the next ``count`` requests (of ``methods``, e.g. ``{"PUT"}``) fail.
 
         ``when="before"``: moto never sees the request (503 SlowDown by default).
-        ``when="after"``: moto applies it, then the client gets 500 InternalError.
+        ``when="after"``: moto applies it, then the client gets 500 InternalError (or
+        ``status``: :data:`RESET`, :data:`TRUNCATE`, :data:`STALL`, :data:`SHORT`).
         """
         if when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")
@@ -308,12 +348,17 @@ class S3TestServer:
         methods: Iterable[str] | None = None,
         before_statuses: Iterable[int] = (503,),
         after_statuses: Iterable[int] = (500,),
+        stall_seconds: float = 5.0,
     ) -> None:
         """Fail requests at seeded rates: ``before`` (not applied), ``after`` (applied, the
         answer lost). Each fault answers one of ``before_statuses`` / ``after_statuses``
         (503 ``SlowDown``, 500 ``InternalError``, 409 ``ConditionalRequestConflict``, or
-        :data:`RESET`: the connection is reset), chosen at the seeded rate."""
+        :data:`RESET`: the connection is reset), chosen at the seeded rate; an ``after``
+        fault can also be :data:`TRUNCATE` (the body cut off, the connection closed) or
+        :data:`STALL` (the body paused ``stall_seconds`` halfway) or :data:`SHORT` (half the
+        body, with headers that say it is whole)."""
         with self._plan.lock:
+            self._plan.stall_seconds = stall_seconds
             self._plan.before, self._plan.after = before, after
             self._plan.before_statuses = tuple(before_statuses)
             self._plan.after_statuses = tuple(after_statuses)
