@@ -151,6 +151,13 @@ class Progress:
         Returns
         -------
         None
+
+        Examples
+        --------
+        >>> bar = Progress(3, "gc", unit="key", enabled=False)
+        >>> bar.update(); bar.update(2)
+        >>> bar.done
+        3
         """
         with self._lock:
             self.done += n
@@ -173,6 +180,14 @@ class Progress:
         Returns
         -------
         None
+
+        Examples
+        --------
+        >>> bar = Progress(2, "copy", enabled=False)
+        >>> bar.update(2)
+        >>> bar.close()  # a ``with`` block closes it on exit
+        >>> bar.done
+        2
         """
         with self._lock:
             if self._bar is not None:

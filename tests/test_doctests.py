@@ -16,7 +16,8 @@ import pytest
 MODULES = ["arcticlite._errors", "arcticlite.config", "arcticlite.library._arctic", "arcticlite.library._lazy",
            "arcticlite.library._library", "arcticlite.library._options", "arcticlite.library._sizes",
            "arcticlite.library._types", "arcticlite.migrate", "arcticlite.normalize._frames", "arcticlite.plot",
-           "arcticlite.progress", "arcticlite.query._builder", "arcticlite.table._scan"]
+           "arcticlite.progress", "arcticlite.query._builder", "arcticlite.table._compact", "arcticlite.table._fold",
+           "arcticlite.table._gc", "arcticlite.table._prune", "arcticlite.table._scan"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -31,19 +32,21 @@ def test_the_examples_run(name: str, tmp_path: object, monkeypatch: pytest.Monke
 
 def _public_callables() -> Iterator[tuple[str, Any, bool]]:
     """``(name, callable, is_property_getter)`` of every public class and function of
-    ``arcticlite.__all__`` and ``arcticlite.config``, of the expression nodes queries are built
-    of, the admin tools and the scan API, and of the public methods and properties each of those classes defines itself. The
-    exception classes are documented by the tree in ``arcticlite.exceptions``."""
+    ``arcticlite.__all__`` and ``arcticlite.config``, of what the API reference shows besides
+    (expression nodes, admin tools, the scan API, the results of maintenance calls, plot,
+    progress, migration), and of the public methods and properties each of those classes
+    defines itself. The exception classes are documented by the tree in ``arcticlite.exceptions``."""
     import arcticlite as adb
+    from arcticlite import migrate, plot, progress, table
     from arcticlite.library import AdminTools
     from arcticlite.query import ExpressionNode
-    from arcticlite.table import ScanPlan, ScanTask
 
     named = [(name, getattr(adb, name)) for name in adb.__all__]
-    named += [(f"config.{name}", getattr(adb.config, name)) for name in adb.config.__all__]
-    named += [("query.ExpressionNode", ExpressionNode),  # what col() and q["c"] return
-              ("library.AdminTools", AdminTools),  # what Library.admin_tools() returns
-              ("table.ScanPlan", ScanPlan), ("table.ScanTask", ScanTask)]  # the connectors' scan API
+    named += [(f"{m.__name__}.{name}", getattr(m, name)) for m in (adb.config, plot, progress) for name in m.__all__]
+    named += [(f"table.{name}", getattr(table, name)) for name in
+              ("CompactionJob", "CompactionPlan", "FoldPlan", "GcReport", "ReadExplain", "ScanPlan", "ScanTask")]
+    named += [("query.ExpressionNode", ExpressionNode), ("library.AdminTools", AdminTools),
+              ("migrate.import_arcticdb", migrate.import_arcticdb)]
     for name, obj in named:
         if inspect.ismodule(obj) or not callable(obj):
             continue
@@ -101,7 +104,7 @@ def test_every_public_callable_has_parameters_returns_and_examples() -> None:
     """Every public class, function and method a user reaches from ``import arcticlite`` says
     what it takes, what it returns, and shows a call (run by the test above)."""
     found = {name: _missing_sections(obj, getter) for name, obj, getter in _public_callables()}
-    assert len(found) > 120  # the walk reaches the classes' methods
+    assert len(found) > 150  # the walk reaches the classes' methods
     missing = {name: sections for name, sections in found.items() if sections}
     assert not missing, f"docstrings without these numpydoc sections: {missing}"
 

@@ -69,19 +69,37 @@ class CompactionPlan:
 
     Attributes
     ----------
-    will_do_work : bool
-        Whether compaction would rewrite anything (else it returns the current version).
-    version_id_before, version_id_after : int
-        The version compacted, and the version compaction would create (the same when it
-        would do nothing).
+    symbol : str
+        The symbol planned for.
+    version : int
+        The version compacted (``version_id_before``).
+    rows_per_segment : int
+        The target rows per segment.
+    version_id_after : int
+        The version compaction would create (the same as ``version`` when it would do
+        nothing).
     row_slices_before, row_slices_after : list of int
         Row boundaries of the row slices (row groups) before and after: ``[0, 10, 20]`` is two
         slices of ten rows.
-    num_row_slices_before, num_row_slices_after : int
     runs : tuple of (int, int)
         The half-open row ranges that would be rewritten.
     segments_before, segments_after : int
         Segments (row slices x column slices) before and after.
+    cuts : tuple of int
+        Rows where the version's row slices begin inside a segment (appends that joined the
+        open tail): the segment's rows are cut there before planning.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> for i in range(4):
+    ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+    >>> plan = lib.compact_data_explain_plan("S")
+    >>> plan
+    CompactDataInfo(will_do_work=true, version_id_before=3, version_id_after=4, num_row_slices_before=4, num_row_slices_after=1)
+    >>> plan.runs, plan.segments_before, plan.segments_after
+    (((0, 4),), 4, 1)
     """
 
     symbol: str
@@ -99,22 +117,82 @@ class CompactionPlan:
 
     @property
     def rows_to_rewrite(self) -> int:
+        """Rows compaction would read and write again (the sum of ``runs``).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> for i in range(4):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> plan = lib.compact_data_explain_plan("S")
+        >>> plan.rows_to_rewrite
+        4
+        """
         return sum(b - a for a, b in self.runs)
 
     @property
     def will_do_work(self) -> bool:
+        """Whether compaction would rewrite anything (else it returns the current version).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> for i in range(4):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> plan = lib.compact_data_explain_plan("S")
+        >>> plan.will_do_work, lib.compact_data_explain_plan("S", rows_per_segment=1).will_do_work
+        (True, False)
+        """
         return bool(self.runs)
 
     @property
     def version_id_before(self) -> int:
+        """The version compacted (ArcticDB's name of ``version``).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> for i in range(4):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> plan = lib.compact_data_explain_plan("S")
+        >>> plan.version_id_before, plan.version_id_after
+        (3, 4)
+        """
         return self.version
 
     @property
     def num_row_slices_before(self) -> int:
+        """Row slices (row groups) of the version before compaction.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> for i in range(4):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> plan = lib.compact_data_explain_plan("S")
+        >>> plan.num_row_slices_before
+        4
+        """
         return max(0, len(self.row_slices_before) - 1)
 
     @property
     def num_row_slices_after(self) -> int:
+        """Row slices (row groups) compaction would leave.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> for i in range(4):
+        ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+        >>> plan = lib.compact_data_explain_plan("S")
+        >>> plan.num_row_slices_after
+        1
+        """
         return max(0, len(self.row_slices_after) - 1)
 
     def __repr__(self) -> str:
@@ -247,7 +325,32 @@ class CompactionJob:
     """A compaction planned for parallel execution: run every task anywhere (``task.execute()``),
     then commit their results once (``Library.commit_compaction``). A version with delta
     segments is compacted by folding them: ``plan`` is then a ``FoldPlan`` and the tasks its
-    ``FoldTask`` s (one per group)."""
+    ``FoldTask`` s (one per group).
+
+    Attributes
+    ----------
+    symbol : str
+        The symbol compacted.
+    plan : CompactionPlan or FoldPlan
+        What the compaction rewrites.
+    tasks : list of CompactionTask or FoldTask
+        Picklable tasks, each runnable in any process from the library's URI.
+    base_seq : int
+        The commit sequence of the version compacted (the commit gives up if the symbol was
+        rewritten since).
+
+    Examples
+    --------
+    >>> import pickle, pandas as pd, arcticlite as adb, tempfile
+    >>> lib = adb.Arctic("lmdb://" + tempfile.mkdtemp()).create_library("demo")
+    >>> for i in range(3):
+    ...     _ = lib.append("S", pd.DataFrame({"px": [float(i)]}, index=[pd.Timestamp("2024-01-01") + pd.Timedelta(days=i)]))
+    >>> job = lib.compact_data_tasks("S")
+    >>> shipped = [pickle.dumps(task) for task in job.tasks]  # to workers
+    >>> results = [pickle.loads(blob).execute() for blob in shipped]
+    >>> job.plan.will_do_work, lib.commit_compaction(job, results).version
+    (True, 3)
+    """
 
     symbol: str
     plan: Any  # CompactionPlan, or FoldPlan for a version with deltas

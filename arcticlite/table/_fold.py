@@ -89,6 +89,7 @@ class FoldPlan:
     Attributes
     ----------
     symbol : str
+        The symbol.
     version : int
         The version id folded.
     base_seq : int
@@ -104,6 +105,18 @@ class FoldPlan:
     due : bool
         Whether the library's options say compaction is due (``compaction_deltas`` layers or
         ``compaction_delta_share`` of the base rows in deltas).
+    base_leaves : numpy.ndarray
+        The base segments' index rows (not shown in its ``repr``).
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3)))
+    >>> _ = lib.merge("S", pd.DataFrame({"px": [20.0]}, index=[pd.Timestamp("2024-01-02")]))
+    >>> plan = lib.compaction_plan("S")
+    >>> plan.layers, plan.delta_rows, plan.base_rows, plan.due
+    (1, 1, 3, True)
     """
 
     symbol: str
@@ -122,10 +135,43 @@ class FoldPlan:
 
     @property
     def will_do_work(self) -> bool:
+        """Whether there are deltas to fold.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3)))
+        >>> _ = lib.merge("S", pd.DataFrame({"px": [20.0]}, index=[pd.Timestamp("2024-01-02")]))
+        >>> plan = lib.compaction_plan("S")
+        >>> plan.will_do_work
+        True
+        >>> _ = lib.compact_deltas("S")
+        >>> lib.compaction_plan("S").will_do_work
+        False
+        """
         return self.layers > 0
 
     def groups(self) -> list[dict[str, Any]]:
-        """One row per group (task): base rows, index interval owned, changes, stored bytes."""
+        """One row per group (task): base rows, index interval owned, changes, stored bytes.
+
+        Returns
+        -------
+        list of dict
+            ``group``, ``start_row``, ``end_row``, ``index_from``, ``index_to``,
+            ``base_segments``, ``delta_segments``, ``changes``, ``base_bytes``;
+            ``pandas.DataFrame(plan.groups())`` makes a table of them.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo")
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3)))
+        >>> _ = lib.merge("S", pd.DataFrame({"px": [20.0]}, index=[pd.Timestamp("2024-01-02")]))
+        >>> plan = lib.compaction_plan("S")
+        >>> [(g["start_row"], g["end_row"], g["changes"]) for g in plan.groups()]
+        [(0, 3, 1)]
+        """
         out = []
         for i, t in enumerate(self.tasks):
             out.append({"group": i, "start_row": t.scope.row_lo, "end_row": t.scope.row_hi,

@@ -243,6 +243,19 @@ class ReadExplain:
     rows_filtered_first, rows_materialised : int
         Late materialisation: rows whose filter columns were decoded and judged first, and
         the rows of them that may pass, the only ones of the other columns decoded.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0]}, index=pd.date_range("2024-01-01", periods=4)))
+    >>> q = adb.QueryBuilder()
+    >>> print(q[q["px"] > 3.5].explain(lib, "S"))  # doctest: +ELLIPSIS
+    read of 'S' v0
+      segments: 2 in the version, 0 pruned by index range, 1 by statistics, 1 fetched
+      row groups: 2 judged, 1 pruned by min/max, 0 by Bloom filter
+    ...
+      rows returned: 1
     """
 
     symbol: str
@@ -266,10 +279,39 @@ class ReadExplain:
 
     @property
     def segments_pruned_by_index_range(self) -> int:
+        """Segments the date range / row range / index comparisons ruled out before any was read.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0]}, index=pd.date_range("2024-01-01", periods=4)))
+        >>> q = adb.QueryBuilder()
+        >>> explain = q[q["px"] > 3.5].explain(lib, "S", date_range=(pd.Timestamp("2024-01-02"), None))
+        >>> explain.segments_total, explain.segments_pruned_by_index_range
+        (2, 0)
+        """
         return self.segments_total - self.segments_after_index_range
 
     def to_dict(self) -> dict[str, Any]:
-        """The figures as a plain dict (pruned-by-index-range included)."""
+        """The figures as a plain dict (pruned-by-index-range included).
+
+        Returns
+        -------
+        dict of str to int
+            Every attribute, and ``segments_pruned_by_index_range``; JSON-ready.
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> lib = adb.Arctic("mem://").create_library("demo", adb.LibraryOptions(rows_per_segment=2))
+        >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0, 4.0]}, index=pd.date_range("2024-01-01", periods=4)))
+        >>> q = adb.QueryBuilder()
+        >>> explain = q[q["px"] > 3.5].explain(lib, "S", date_range=(pd.Timestamp("2024-01-02"), None))
+        >>> d = explain.to_dict()
+        >>> d["rows_returned"], d["segments_pruned_by_statistics"], d["segments_fetched"]
+        (1, 1, 1)
+        """
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["segments_pruned_by_index_range"] = self.segments_pruned_by_index_range
         return d
