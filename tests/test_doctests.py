@@ -107,6 +107,8 @@ def test_every_public_callable_has_parameters_returns_and_examples() -> None:
     assert len(found) > 150  # the walk reaches the classes' methods
     missing = {name: sections for name, sections in found.items() if sections}
     assert not missing, f"docstrings without these numpydoc sections: {missing}"
+    unrun = sorted({obj.__module__ for _, obj, _ in _public_callables()} - set(MODULES))
+    assert not unrun, f"add these modules to MODULES so that their examples run: {unrun}"
 
 
 def test_the_coverage_check_sees_a_missing_section() -> None:
