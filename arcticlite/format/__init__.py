@@ -68,7 +68,8 @@ def encode(table: pa.Table, *, schema: pa.Schema | None = None, **options: Any) 
         :class:`FermionWriter` options: ``page_size`` (default 512 KiB of raw values),
         ``stripe_rows``, ``parallel``, ``optimize_for`` (``"size"`` or ``"read"``),
         ``bloom_min_distinct`` (Bloom filters of the integer / string columns with at least that
-        many distinct values; format 1.1, docs/format.md §9).
+        many distinct values; format 1.1, docs/format.md §9), ``bloom_max_fraction`` (the
+        filters' share of the file, at most; default 0.03).
 
     Returns
     -------

@@ -32,6 +32,10 @@ MAGIC = b"FBLM"
 BITS_PER_VALUE = 10
 """Filter bits per distinct value (with K = 7: ~0.8 % false positives)."""
 K = 7
+MAX_FRACTION = 0.03
+"""The filters of a file take at most this share of its data area: the smallest filters
+first, a column whose filter would exceed what is left gets none (a column of distinct random
+integers costs 10 bits a row: 16 % of its int64 values, more once those are bit-packed)."""
 KIND_INT = 0
 KIND_BYTES = 1
 HEADER = struct.Struct("<4sIQ")  # magic, num_entries, xxh3 of the entries
@@ -84,6 +88,11 @@ def _positions(h: np.ndarray, nbits: int) -> np.ndarray:
     h2 = (h >> np.uint64(32)) | np.uint64(1)
     i = np.arange(K, dtype=np.uint64)
     return (h1[:, None] + i[None, :] * h2[:, None]) % np.uint64(nbits)
+
+
+def filter_bytes(count: int) -> int:
+    """Bytes of the filter of ``count`` distinct values (its entry in the section included)."""
+    return max(64, -(-count * BITS_PER_VALUE // 64) * 64) // 8 + ENTRY.size
 
 
 def build(hashes: np.ndarray) -> bytes:

@@ -391,6 +391,14 @@ class FermionWriter:
         write): each stream's encoding choice (scheme, mode, codec) is made on its first page
         and reused for the next pages, searched again every few pages. Writes faster; the
         files are the same format, at most slightly larger.
+    bloom_min_distinct
+        Write a Bloom filter for each integer or string column with at least this many
+        distinct values in the file (None: no filters; integer columns sorted in the file get
+        none, their page min/max prune equality already).
+    bloom_max_fraction
+        The filters take at most this share of the data written (default 3 %): the smallest
+        filters first; a column whose filter does not fit in what is left gets none (a column
+        of distinct random integers would cost 10 bits a row).
 
     Notes
     -----
@@ -401,7 +409,12 @@ class FermionWriter:
     def __init__(self, sink: Any = None, schema: pa.Schema | None = None, *,
                  page_size: int = L.DEFAULT_PAGE_SIZE, stripe_rows: int = DEFAULT_STRIPE_ROWS,
                  parallel: bool = True, optimize_for: str = "size",
-                 choices: dict[Any, Any] | None = None, bloom_min_distinct: int | None = None) -> None:
+                 choices: dict[Any, Any] | None = None, bloom_min_distinct: int | None = None,
+                 bloom_max_fraction: float = _bloom.MAX_FRACTION) -> None:
+        if not isinstance(bloom_max_fraction, int | float) or isinstance(bloom_max_fraction, bool) \
+                or not 0 <= bloom_max_fraction <= 1:
+            raise UserInputException(f"bloom_max_fraction={bloom_max_fraction!r} must be a number "
+                                     "between 0 and 1 (the filters' share of the data written)")
         if bloom_min_distinct is not None and (isinstance(bloom_min_distinct, bool)
                                                or not isinstance(bloom_min_distinct, int | np.integer)
                                                or bloom_min_distinct < 1):
@@ -448,6 +461,7 @@ class FermionWriter:
         self._page_recs: list[tuple[int, list[int], bytes, bytes]] = []
         self._closed = False
         self._bloom_min = None if bloom_min_distinct is None else int(bloom_min_distinct)
+        self._bloom_fraction = float(bloom_max_fraction)
         # per column: the chunks written so far (None: not eligible), and for integer
         # columns the last value while the column is still sorted
         self._bloom_vals: dict[int, list[pa.Array] | None] = {}
@@ -546,19 +560,29 @@ class FermionWriter:
 
     def _bloom_section(self) -> bytes:
         """The bloom section of the columns with at least ``bloom_min_distinct`` distinct
-        values (integer columns sorted in the file excepted); empty when none qualifies."""
+        values (integer columns sorted in the file excepted), within the size budget
+        (``bloom_max_fraction`` of the data written): the smallest
+        filters first, a column whose filter no longer fits gets none. Empty when none
+        qualifies."""
         assert self._bloom_min is not None
-        filters = []
+        wanted = []
         for i, vals in sorted(self._bloom_vals.items()):
             if not vals or i in self._bloom_last:
                 continue
             typ = self._columns[i].field.type
             values, count = _bloom.filter_values(pa.chunked_array(vals, typ))
-            if count < self._bloom_min:
-                continue
+            if count >= self._bloom_min:
+                wanted.append((_bloom.filter_bytes(count), i, typ, values, count))
+        budget = self._bloom_fraction * self._out.pos
+        filters = []
+        for size, i, typ, values, count in sorted(wanted, key=lambda w: (w[0], w[1])):
+            if size > budget:
+                break
+            budget -= size
             kind = _bloom.kind_of(typ)
             assert kind is not None
             filters.append((i, kind, count, _bloom.build(_bloom.hashes_of(values, kind))))
+        filters.sort(key=lambda f: f[0])
         if not filters:
             return b""
         body = _bloom.section(filters)

@@ -146,6 +146,7 @@ def _mutates(fn: F) -> F:
 def _table_options(options: LibraryOptions) -> TableOptions:
     return TableOptions(rows_per_segment=options.rows_per_segment, columns_per_segment=options.columns_per_segment,
                         dynamic_schema=options.dynamic_schema, bloom_min_distinct=options.bloom_min_distinct,
+                        bloom_max_fraction=float(options.bloom_max_fraction),
                         merge_on_read=options.merge_on_read, compaction_deltas=options.compaction_deltas,
                         compaction_delta_share=float(options.compaction_delta_share))
 

@@ -111,6 +111,11 @@ class LibraryOptions:
         segments that cannot hold the values; about 10 bits per distinct value, ~0.8 % false
         positives. None writes no filters. ``write`` / ``append`` / ``update`` take the same
         keyword for one call.
+    bloom_max_fraction : float
+        arcticlite only (default 0.03): the Bloom filters of a segment take at most this share
+        of its data, the smallest first; a column whose filter does not fit gets none. At the
+        default a column of distinct random integers (10 bits a row) gets none; raise it (up to
+        1.0) to filter such columns (e.g. ``id == x`` on unsorted unique ids).
     merge_on_read : bool
         arcticlite only (default True): ``merge`` / ``merge_experimental`` / ``delete_rows``
         write their changes as delta segments applied by reads, instead of rewriting the row
@@ -142,6 +147,7 @@ class LibraryOptions:
     recursive_normalizers: bool = False
     prune_previous_versions: bool = False
     bloom_min_distinct: int | None = 16
+    bloom_max_fraction: float = 0.03
     merge_on_read: bool = True
     compaction_deltas: int = 32
     compaction_delta_share: float = 0.1
@@ -157,7 +163,8 @@ class LibraryOptions:
         ------
         UnsupportedLibraryOptionValue
             A segment size, ``bloom_min_distinct``, ``compaction_deltas`` or
-            ``compaction_delta_share`` is not positive.
+            ``compaction_delta_share`` is not positive, or ``bloom_max_fraction`` is not
+            between 0 and 1.
         UserInputException
             A flag is not a bool.
 
@@ -181,6 +188,10 @@ class LibraryOptions:
         if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
             raise UnsupportedLibraryOptionValue(
                 f"LibraryOptions.bloom_min_distinct must be a positive int or None (no Bloom filters), got {b!r}")
+        m = self.bloom_max_fraction
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not 0 <= m <= 1:
+            raise UnsupportedLibraryOptionValue(
+                f"LibraryOptions.bloom_max_fraction must be a number between 0 and 1, got {m!r}")
         c = self.compaction_deltas
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
             raise UnsupportedLibraryOptionValue(f"LibraryOptions.compaction_deltas must be a positive int, got {c!r}")

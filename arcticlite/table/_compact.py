@@ -312,6 +312,7 @@ class CompactionTask:
     columns_per_segment: int
     dynamic: bool
     bloom_min_distinct: int | None = None  # Bloom filters of the rewritten segments (Layout)
+    bloom_max_fraction: float = 0.03
 
     def execute(self, store: KVStore | None = None) -> np.ndarray:
         """Read the run, write it again as its new row slices; return their leaf rows (written
@@ -369,7 +370,7 @@ def compaction_tasks(engine: TableEngine, uri: str, library: str, sym: str, base
         mask = (leaves["start_row"] >= a) & (leaves["end_row"] <= b)
         out.append(CompactionTask(uri, library, sym, (a, b), plan.rows_per_segment, leaves[mask], schema_of(base),
                                   base.norm or "", layout.columns_per_segment, engine.options.dynamic_schema,
-                                  layout.bloom_min_distinct))
+                                  layout.bloom_min_distinct, layout.bloom_max_fraction))
     return out
 
 
@@ -387,7 +388,8 @@ def rewrite_run(store: KVStore, keys: LibraryKeys, sym: str, task: CompactionTas
     bounds = slice_bounds(a, b, task.rows_per_segment)
     parts = []
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        one = Layout(n_index, hi - lo, task.columns_per_segment, task.bloom_min_distinct)  # one row slice
+        one = Layout(n_index, hi - lo, task.columns_per_segment, task.bloom_min_distinct,  # one row slice
+                     task.bloom_max_fraction)
         parts.append(write_segments(store, keys, sym, table.slice(lo - a, hi - lo), one, start_row=lo,
                                     is_datetime=meta.index_kind == "datetime", pools=pools))
     return np.concatenate(parts)

@@ -24,7 +24,7 @@ from arcticlite.table._ops import Operation
 from arcticlite.table._pools import Pools, shared
 from arcticlite.table._prune import PruneStats, ReadExplain
 from arcticlite.table._read import ReadPlan, plan_read, read_arrow, read_pandas
-from arcticlite.table._segments import BLOOM_MIN_DISTINCT, FetchStats, Layout
+from arcticlite.table._segments import BLOOM_MAX_FRACTION, BLOOM_MIN_DISTINCT, FetchStats, Layout
 from arcticlite.version import Builder, LibraryKeys, VersionEngine, VersionRecord
 
 
@@ -48,6 +48,8 @@ class TableOptions:
         New segments carry a Bloom filter of each integer or string column with at least this
         many distinct values in the segment (integer columns sorted in it excepted: their page
         min/max prune as well); None writes none.
+    bloom_max_fraction : float
+        The filters of a segment take at most this share of its data (smallest first).
     merge_on_read : bool
         Keyed merges write delta segments (applied by reads) instead of rewriting row groups.
     compaction_deltas, compaction_delta_share : int, float
@@ -61,6 +63,7 @@ class TableOptions:
     direct_reads: bool = True
     prune_by_statistics: bool = True
     bloom_min_distinct: int | None = BLOOM_MIN_DISTINCT
+    bloom_max_fraction: float = BLOOM_MAX_FRACTION
     merge_on_read: bool = True
     compaction_deltas: int = 32
     compaction_delta_share: float = 0.1
@@ -72,6 +75,9 @@ class TableOptions:
         if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
             raise UserInputException(f"bloom_min_distinct must be a positive int or None (no Bloom filters), "
                                      f"got {b!r}")
+        m = self.bloom_max_fraction
+        if isinstance(m, bool) or not isinstance(m, int | float) or not 0 <= m <= 1:
+            raise UserInputException(f"bloom_max_fraction must be a number between 0 and 1, got {m!r}")
 
 
 class TableEngine:
@@ -141,6 +147,7 @@ class TableEngine:
             rows_per_segment=o.rows_per_segment,
             columns_per_segment=0 if o.dynamic_schema else o.columns_per_segment,
             bloom_min_distinct=o.bloom_min_distinct,
+            bloom_max_fraction=o.bloom_max_fraction,
         )
 
     # -- reads ----------------------------------------------------------------------------------

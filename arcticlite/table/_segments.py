@@ -78,6 +78,9 @@ many distinct values gets a Bloom filter (integer columns sorted in the segment 
 a filter costs 10 bits per distinct value (a 50-value column: 64 bytes), and a segment holding
 few of a column's values is where a filter prunes best; the distinct values are computed for
 every eligible column anyway."""
+BLOOM_MAX_FRACTION = 0.03
+"""Default share of a segment's data its Bloom filters may take, at most (the smallest filters
+first): a column of distinct random integers (10 bits a row) gets none at this default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ class Layout:
     rows_per_segment: int
     columns_per_segment: int  # 0 = one column slice (dynamic schema)
     bloom_min_distinct: int | None = None
+    bloom_max_fraction: float = BLOOM_MAX_FRACTION  # the filters' share of a segment, at most
 
 
 def index_values(table: pa.Table, n_index: int, is_datetime: bool, start_row: int) -> np.ndarray:
@@ -173,7 +177,7 @@ def write_segments(
                                metadata=piece.schema.metadata)
         body = fermion.encode(piece, schema=schema, parallel=inner_parallel,
                               page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo,
-                              bloom_min_distinct=bloom)
+                              bloom_min_distinct=bloom, bloom_max_fraction=layout.bloom_max_fraction)
         return new_digest(body), body  # a fresh key name: unreachable keys never revive (gc)
 
     rows = np.zeros(len(tasks), dtype=ROW_DTYPE)

@@ -16,6 +16,7 @@ from arcticlite.format import _bloom as B
 
 
 def encode(table: pa.Table, bloom: int | None = 100, **kw: object) -> bytes:
+    kw.setdefault("bloom_max_fraction", 1.0)  # small files: filters whatever their share of the file
     w = fermion.FermionWriter(None, table.schema, bloom_min_distinct=bloom, **kw)  # type: ignore[arg-type]
     w.write(table)
     out = w.close()
@@ -156,3 +157,24 @@ def test_all_null_columns_and_stripes_match_isnull_and_not_equal() -> None:
     assert r.candidate_rows([("n", "==", "a")]) == []
     assert r.candidate_rows([("h", "isnull", None)]) == [(0, 500)]
     assert r.candidate_rows([("h", "!=", "a")]) == [(0, 1_000)]
+
+
+def test_filters_take_at_most_their_share_of_the_file() -> None:
+    # 100,000 rows: a 10,000-value ticker (12.5 KB filter), 1,000 labels (1.3 KB) and distinct
+    # random integers (125 KB: more than 3 % of the file, so none)
+    n = 100_000
+    rng = np.random.default_rng(5)
+    t = pa.table({"ticker": tickers(n, 10_000), "label": tickers(n, 1_000, seed=1),
+                  "k": rng.integers(-(10**9), 10**9, n), "x": rng.random(n)})
+    with_default = encode(t, bloom=16, bloom_max_fraction=B.MAX_FRACTION)
+    r = fermion.FermionReader(with_default)
+    assert set(r.bloom_columns()) == {"ticker", "label"}
+    assert r.footer["bloom_length"] <= B.MAX_FRACTION * len(with_default)
+    assert r.bloom_may_contain("ticker", ["absent"]) is False
+    assert r.bloom_may_contain("k", [12345]) is None  # no filter: no verdict, nothing pruned
+    everything = fermion.FermionReader(encode(t, bloom=16, bloom_max_fraction=1.0))
+    assert set(everything.bloom_columns()) == {"ticker", "label", "k"}
+    assert set(fermion.FermionReader(encode(t, bloom=16, bloom_max_fraction=0.0)).bloom_columns()) == set()
+    for bad in (-0.1, 1.5, "3%", True):
+        with pytest.raises(UserInputException, match="bloom_max_fraction"):
+            fermion.FermionWriter(None, bloom_min_distinct=16, bloom_max_fraction=bad)  # type: ignore[arg-type]

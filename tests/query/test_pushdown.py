@@ -30,7 +30,8 @@ def frame(n: int = 8_000, seed: int = 0) -> pd.DataFrame:
 
 
 def make_lib(uri: str, name: str = "p", **opts: Any) -> Library:
-    base: dict[str, Any] = {"rows_per_segment": 1_000, "bloom_min_distinct": 100}
+    # filters on the unique columns too (at the default 3 % share they would get none)
+    base: dict[str, Any] = {"rows_per_segment": 1_000, "bloom_min_distinct": 100, "bloom_max_fraction": 1.0}
     base.update(opts)
     return Arctic(uri).create_library(name, LibraryOptions(**base))
 
@@ -123,6 +124,39 @@ def test_bad_thresholds_are_refused_and_change_nothing(lmdb_uri: str) -> None:
         with pytest.raises(UserInputException, match="bloom_min_distinct"):
             lib.write("s", frame(100), bloom_min_distinct=bad)
     assert not lib.has_symbol("s")
+
+
+def test_filters_take_at_most_three_percent_of_a_segment_by_default(lmdb_uri: str) -> None:
+    n = 200_000
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"k": rng.integers(-(10**9), 10**9, n), "x": rng.random(n),
+                       "ticker": np.char.add("T", rng.integers(0, 10_000, n).astype(str)).astype(object)},
+                      index=pd.date_range("2024-01-01", periods=n, freq="s"))
+
+    def stored(lib: Library) -> int:
+        segs = lib.inspect_segments("s").drop_duplicates("key")
+        return int(segs.segment_bytes.sum())
+
+    ac = Arctic(lmdb_uri)
+    sizes = {}
+    for name, opts in {"none": {"bloom_min_distinct": None}, "default": {},
+                       "all": {"bloom_max_fraction": 1.0}}.items():
+        lib = ac.create_library(name, LibraryOptions(**opts))
+        lib.write("s", df)
+        sizes[name] = stored(lib)
+        v = int(df.k.iloc[123_456])
+        q = QueryBuilder()
+        q = q[q["k"] == v]
+        check(lib, "s", q, df[df.k == v])
+        # the unique random integers get a filter only when their 10 bits a row may be spent
+        assert (q.explain(lib, "s").row_groups_pruned_bloom >= 1) == (name == "all")
+        q = QueryBuilder()
+        q = q[q["ticker"] == "T123"]
+        check(lib, "s", q, df[df.ticker == "T123"])
+    assert sizes["none"] < sizes["default"] <= 1.03 * sizes["none"]  # the tickers' filters only
+    assert sizes["all"] > 1.06 * sizes["none"]  # 10 bits a row for the unique integers
+    with pytest.raises(UnsupportedLibraryOptionValue, match="bloom_max_fraction"):
+        LibraryOptions(bloom_max_fraction=1.5)
 
 
 @pytest.mark.s3
