@@ -114,9 +114,11 @@ def _gather(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray, depth
             raise InvalidFileError(f"dict block of {size} entries for {count} values")
         if NESTED_HDR.size + first_len > len(mv):
             raise FormatEOFError("encoded child runs past the end of its blob")
-        from arcticlite.format._encodings import decode_fixed
-
-        values = decode_fixed(mv[NESTED_HDR.size : NESTED_HDR.size + first_len], work, size)
+        # the dictionary itself: every entry, gathered the same way (small)
+        values = _gather(mv[NESTED_HDR.size : NESTED_HDR.size + first_len], work, size,
+                         np.arange(size, dtype=np.int64), depth + 1)
+        if values is None:
+            return None
         codes = _gather(mv[NESTED_HDR.size + first_len :], np.dtype(CODE_DTYPE), count, rows, depth + 1)
         if codes is None:
             return None
