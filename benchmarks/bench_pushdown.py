@@ -16,7 +16,7 @@ a 20M-row run holds one chunk at a time (~0.5 GB per writer process, not the who
 only its engine, which opens the library, calls ``os.sync()`` and times one
 ``lib.read(sym, query_builder=q).data`` (wall time, and the process's CPU time over all its
 threads, steadier on a loaded machine); engines alternate A B, B A, … per run; the median of
-the runs is reported, with the result's row count checked equal between engines. arcticlite's
+the runs is reported, with the result's row count of each engine (equal run to run; they differ where ArcticDB compares a float literal at float32 precision, docs/compatibility.md). arcticlite's
 ``QueryBuilder.explain`` figures (segments / pages fetched) come from an untimed call.
 Results: a table on stdout and JSON in ``benchmarks/results/pushdown.json``.
 """
@@ -163,12 +163,17 @@ def main() -> None:
                     cpus[e].append(out["cpu_seconds"])
                     counts[e].add(out["rows"])
                     explain = out.get("explain", explain)
-            if counts["arcticlite"] != counts["arcticdb"] or len(counts["arcticlite"]) != 1:
-                raise RuntimeError(f"{name}: row counts differ {counts}")
+            if len(counts["arcticlite"]) != 1 or len(counts["arcticdb"]) != 1:
+                raise RuntimeError(f"{name}: row counts differ between runs {counts}")
+            if counts["arcticlite"] != counts["arcticdb"]:
+                # ArcticDB compares a float literal at float32 precision (docs/compatibility.md):
+                # `x > 0.999` drops the rows between 0.999 and float32(0.999); pandas keeps them
+                print(f"note: {name} rows differ: arcticlite {counts['arcticlite']}, arcticdb {counts['arcticdb']}",
+                      file=sys.stderr)
             med = {e: float(np.median(times[e])) for e in ENGINES}
             cpu_med = {e: float(np.median(cpus[e])) for e in ENGINES}
             results["queries"][name] = {"times": times, "median": med, "cpu": cpus, "cpu_median": cpu_med,
-                                        "rows": counts["arcticlite"].pop(),
+                                        "rows": counts["arcticlite"].pop(), "arcticdb_rows": counts["arcticdb"].pop(),
                                         "arcticdb_over_arcticlite": med["arcticdb"] / med["arcticlite"],
                                         "explain": explain}
         results["load_after"] = os.getloadavg()
