@@ -104,3 +104,49 @@ def avoid_compaction_stalls() -> bool:
 
 #: Whether importing arcticlite turned numpy's huge-page advice off (see avoid_compaction_stalls).
 NUMPY_ADVICE_OFF = avoid_compaction_stalls()
+
+
+# -- malloc: keep freed segment-sized buffers for the next one ------------------------------------
+MALLOC_ENV = "ARCTICLITE_MALLOC_TUNING"
+#: Allocations below this come from malloc's heap (reused) instead of fresh mappings.
+MMAP_THRESHOLD = 32 << 20
+#: Free memory at the top of the heap kept for reuse, up to this much.
+TRIM_THRESHOLD = 128 << 20
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+def keep_freed_buffers() -> bool:
+    """Make glibc's malloc reuse freed buffers of up to :data:`MMAP_THRESHOLD` bytes instead of
+    unmapping them; returns whether it did.
+
+    A write hands a segment-sized buffer (a few MB) from the encoder to the store for every
+    segment, and LMDB copies each value into pages it allocates for the transaction and frees
+    at commit. By default glibc maps each such buffer afresh and unmaps it when freed, so every
+    4 KiB of every segment costs a page fault, twice: measured here, writing 800 MB of
+    encoded segments to LMDB took 194,000 page faults and 0.84-1.64 s of system time, against
+    3,900 faults and 0.21-0.22 s with the buffers kept (mmap threshold 32 MiB, trim threshold
+    128 MiB). The cost is that up to :data:`TRIM_THRESHOLD` of freed memory stays with the
+    process. Left alone where it is not glibc, where ``ARCTICLITE_MALLOC_TUNING=0`` is set,
+    or where the user tuned malloc through its own environment variables."""
+    if os.environ.get(MALLOC_ENV, "") == "0":
+        return False
+    if any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")) or \
+            "malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
+    import platform
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+#: Whether importing arcticlite made malloc keep freed segment buffers (see keep_freed_buffers).
+MALLOC_TUNED = keep_freed_buffers()

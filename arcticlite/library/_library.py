@@ -320,12 +320,13 @@ class Library:
                 "pass plain values (dict, list, str, numbers, pandas objects)") from None
 
     @staticmethod
-    def _normalize(data: Any, index_column: Any = False, *,
-                   to_store: bool = False) -> tuple[pa.Table, norm.NormMeta]:
+    def _normalize(data: Any, index_column: Any = False, *, to_store: bool = False,
+                   row_major: list[norm.RowMajorBlock] | None = None) -> tuple[pa.Table, norm.NormMeta]:
         """``to_store``: the table only goes to the segment writer (few distinct strings may
-        stay dictionary-encoded on the way: ``normalize(dictionary_strings=True)``)."""
+        stay dictionary-encoded on the way: ``normalize(dictionary_strings=True)``);
+        ``row_major``: see :func:`arcticlite.normalize.normalize`."""
         return norm.normalize(data, index_column=index_column if index_column not in (False, None) else None,
-                              dictionary_strings=to_store)
+                              dictionary_strings=to_store, row_major=row_major)
 
     @staticmethod
     def _check_sorted(table: pa.Table, meta: norm.NormMeta, op: str) -> str:
@@ -487,9 +488,11 @@ class Library:
             self.stage(sym, data, validate_index=validate_index, index_column=index_column,
                        bloom_min_distinct=bloom_min_distinct)
             return None
-        table, meta = self._normalize(data, index_column, to_store=True)
+        row_major: list[norm.RowMajorBlock] = []  # a 2-D array's block: transposed segment by segment
+        table, meta = self._normalize(data, index_column, to_store=True, row_major=row_major)
         sorted_ = self._check_sorted(table, meta, "write") if validate_index else norm.sortedness(table, meta)
-        op = Write(engine, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata))
+        op = Write(engine, sym, table, meta, sorted_=sorted_, metadata=self._pickle_meta(metadata),
+                   row_major=row_major)
         return self._item(sym, self._apply(sym, op, prune_previous_versions), metadata=metadata)
 
     @_mutates

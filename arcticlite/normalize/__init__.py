@@ -32,15 +32,18 @@ from arcticlite.normalize._nanrows import (
     segment_nan_rows,
     split_nan_rows,
 )
+from arcticlite.normalize._rowmajor import ROW_MAJOR, RowMajorBlock, fill_rows, has_placeholders
 from arcticlite.normalize._schema import common_meta, common_schema, sortedness, type_name
 from arcticlite.normalize._time import as_of_to_ns, to_ns_bound
 
 __all__ = [
     "DICTIONARY_VALUES",
     "FORMAT_VERSION",
+    "ROW_MAJOR",
     "STRING_FORMATS",
     "NormMeta",
     "OutputFormat",
+    "RowMajorBlock",
     "arrow_columns",
     "arrow_to_pandas",
     "as_of_to_ns",
@@ -49,6 +52,8 @@ __all__ = [
     "common_schema",
     "datetime_index",
     "denormalize",
+    "fill_rows",
+    "has_placeholders",
     "index_from_table",
     "is_nan_rows_name",
     "nan_rows_name",

@@ -245,6 +245,11 @@ DICTIONARY_VALUES = b"arcticlite.values"
 dictionary-encoded from normalization to the segment writer (which stores them as plain
 string values: the files do not change). Categorical columns never carry it."""
 
+ROW_MAJOR = b"arcticlite.row_major"
+"""Field metadata key of a placeholder column: its values are still in a row-major block of
+the user's frame, and the segment writer takes them from there segment by segment
+(:mod:`arcticlite.normalize._rowmajor`). The stored schema never carries it."""
+
 #: Columns shorter than this are converted the plain way (the saving would not pay the checks).
 DICTIONARY_MIN_ROWS = 1 << 16
 #: At most one distinct string object per this many rows.
@@ -304,11 +309,13 @@ def value_table(table: pa.Table) -> pa.Table:
 def value_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with each column carried dictionary-encoded (:data:`DICTIONARY_VALUES`) given
     the type of its values: the schema the data stands for."""
-    if not any(f.metadata and DICTIONARY_VALUES in f.metadata for f in schema):
+    if not any(f.metadata and (DICTIONARY_VALUES in f.metadata or ROW_MAJOR in f.metadata) for f in schema):
         return schema
     return pa.schema(
         [pa.field(f.name, f.type.value_type, f.nullable)
-         if f.metadata and DICTIONARY_VALUES in f.metadata else f for f in schema],
+         if f.metadata and DICTIONARY_VALUES in f.metadata
+         else pa.field(f.name, f.type, f.nullable) if f.metadata and ROW_MAJOR in f.metadata
+         else f for f in schema],
         metadata=schema.metadata,
     )
 

@@ -34,6 +34,7 @@ from arcticlite.exceptions import (
 from arcticlite.format import small_pages
 from arcticlite.normalize._columns import (
     DICTIONARY_VALUES,
+    ROW_MAJOR,
     arrow_to_pandas,
     few_strings_as_dictionary,
     pandas_to_arrow,
@@ -48,6 +49,7 @@ from arcticlite.normalize._nanrows import (
     nan_rows_name,
     split_nan_rows,
 )
+from arcticlite.normalize._rowmajor import RowMajorBlock, defer_row_major
 from arcticlite.normalize._schema import common_meta, common_schema, sortedness
 
 __all__ = [
@@ -218,7 +220,8 @@ def _level_to_arrow(level: pd.Index) -> tuple[pa.Array | pa.ChunkedArray, str]:
 
 # ---------------------------------------------------------------------------------- normalize
 def normalize(data: Any, *, index_column: str | bool | None = None,
-              dictionary_strings: bool = False) -> tuple[pa.Table, NormMeta]:
+              dictionary_strings: bool = False,
+              row_major: list[RowMajorBlock] | None = None) -> tuple[pa.Table, NormMeta]:
     """Convert user data to an Arrow table plus the metadata to restore it.
 
     Parameters
@@ -234,6 +237,11 @@ def normalize(data: Any, *, index_column: str | bool | None = None,
         dictionary-encoded, their field marked with :data:`DICTIONARY_VALUES` (what they
         stand for: :func:`value_schema`). For the segment writer, which stores them as plain
         strings; other consumers leave it off.
+    row_major : list, optional
+        pandas frames only, for the segment writer: the columns of large row-major numeric
+        blocks (a frame from a 2-D ndarray) are not transposed but left as placeholders
+        marked with :data:`ROW_MAJOR`, and their blocks are appended to this list; the
+        writer fills each segment from them (:func:`fill_rows`).
 
     Returns
     -------
@@ -265,7 +273,7 @@ def normalize(data: Any, *, index_column: str | bool | None = None,
             "index_column applies only to Arrow and polars data; pandas data uses its own index"
         )
     if isinstance(data, pd.DataFrame):
-        return _normalize_frame(data, dictionary_strings)
+        return _normalize_frame(data, dictionary_strings, row_major)
     if isinstance(data, pd.Series):
         return _normalize_series(data, dictionary_strings)
     if isinstance(data, np.ndarray):
@@ -284,18 +292,19 @@ def normalize(data: Any, *, index_column: str | bool | None = None,
 
 def _table(
     index_arrays: list[Any], index_names: list[str], arrays: list[Any], names: list[str],
-    carried: frozenset[int] = frozenset(),
+    carried: frozenset[int] = frozenset(), deferred: frozenset[int] = frozenset(),
 ) -> pa.Table:
     """The table of the index and data arrays; data arrays at the positions ``carried`` are
-    dictionary-encoded strings, marked with :data:`DICTIONARY_VALUES`."""
+    dictionary-encoded strings, marked with :data:`DICTIONARY_VALUES`, those at ``deferred``
+    row-major placeholders, marked with :data:`ROW_MAJOR`."""
     cols = [
         a if isinstance(a, pa.ChunkedArray) else pa.chunked_array([a], type=a.type)
         for a in [*index_arrays, *arrays]
     ]
-    if not carried:
+    if not carried and not deferred:
         return pa.Table.from_arrays(cols, names=[*index_names, *names])
-    mark = {DICTIONARY_VALUES: b"1"}
-    fields = [pa.field(name, c.type, metadata=mark if i - len(index_arrays) in carried else None)
+    marks = {**dict.fromkeys(carried, {DICTIONARY_VALUES: b"1"}), **dict.fromkeys(deferred, {ROW_MAJOR: b"1"})}
+    fields = [pa.field(name, c.type, metadata=marks.get(i - len(index_arrays)))
               for i, (name, c) in enumerate(zip([*index_names, *names], cols, strict=True))]
     return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
@@ -331,12 +340,13 @@ def _empty_small_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         return np.empty(shape, dtype)
 
 
-def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
+def _dense_numeric_columns(df: pd.DataFrame, skip: Any = ()) -> dict[int, np.ndarray]:
     """Contiguous copies of the columns of row-major numeric blocks, by column position.
 
     A frame built from a 2-D ndarray keeps it row-major, so each column is a strided view and
     Arrow must gather it; gathering column by column reads the whole block once per column.
-    A tiled transpose reads it once. Other frames return ``{}``.
+    A tiled transpose reads it once. Other frames return ``{}``; blocks holding a column
+    position in ``skip`` (deferred to the writer) are left out.
     """
     out: dict[int, np.ndarray] = {}
     blocks = getattr(getattr(df, "_mgr", None), "blocks", ())  # private pandas API: optional
@@ -348,6 +358,7 @@ def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
             or values.shape[0] < 2
             or values.flags.c_contiguous
             or not (values.dtype.kind in _DENSE_KINDS or values.dtype in (np.float32, np.float64))
+            or int(blk.mgr_locs.as_array[0]) in skip
         ):
             continue
         k, n = values.shape
@@ -361,18 +372,25 @@ def _dense_numeric_columns(df: pd.DataFrame) -> dict[int, np.ndarray]:
     return out
 
 
-def _normalize_frame(df: pd.DataFrame, dictionary_strings: bool = False) -> tuple[pa.Table, NormMeta]:
+def _normalize_frame(df: pd.DataFrame, dictionary_strings: bool = False,
+                     row_major: list[RowMajorBlock] | None = None) -> tuple[pa.Table, NormMeta]:
     if isinstance(df.columns, pd.MultiIndex):
         raise ArcticDbNotYetImplemented(f"MultiIndex column are not supported yet; {_PICKLE}")
     labels = list(df.columns)
     index_arrays, ifields = _index_to_arrow(df.index, len(df))
     index_cols = _index_stored_names(list(ifields["index_names"])) if index_arrays else []
     names = _data_stored_names(labels, index_cols)
-    dense = _dense_numeric_columns(df)
+    deferred: dict[int, pa.Array] = {}
+    if row_major is not None:
+        deferred, blocks = defer_row_major(df, names)
+        row_major.extend(blocks)
+    dense = _dense_numeric_columns(df, skip=deferred)
     arrays, hints, carried = [], [], set()
     nan_rows: dict[str, np.ndarray] = {}
     for pos, (label, col) in enumerate(df.items()):
-        if pos in dense:
+        if pos in deferred:
+            arr, hint = deferred[pos], ""
+        elif pos in dense:
             arr, hint = pa.array(dense[pos]), ""
         else:
             arr, hint, dictionary = _column_to_arrow(col, label, dictionary_strings)
@@ -394,7 +412,7 @@ def _normalize_frame(df: pd.DataFrame, dictionary_strings: bool = False) -> tupl
         columns_dtype=_columns_dtype(df.columns),
         **ifields,
     )
-    table = _table(index_arrays, index_cols, arrays, names, frozenset(carried))
+    table = _table(index_arrays, index_cols, arrays, names, frozenset(carried), frozenset(deferred))
     return _with_nan_rows(table, nan_rows), meta
 
 

@@ -273,10 +273,12 @@ class Write(Operation):
     """A whole new table as the next version (its segments written before the loop)."""
 
     def __init__(self, engine: TableEngine, sym: str, table: pa.Table, meta: norm.NormMeta, *,
-                 sorted_: str, metadata: bytes | None, kind: str = "write") -> None:
+                 sorted_: str, metadata: bytes | None, kind: str = "write",
+                 row_major: list[norm.RowMajorBlock] | None = None) -> None:
         super().__init__(engine, sym)
         leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
-                                            is_datetime=meta.index_kind == "datetime", pools=engine.pools))
+                                            is_datetime=meta.index_kind == "datetime", pools=engine.pools,
+                                            row_major=row_major))
         table = norm.split_nan_rows(table)[0]
         nodes: dict[str, bytes] = {}
         self.root = engine.index(sym, nodes).build(leaves)

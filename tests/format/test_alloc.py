@@ -51,3 +51,35 @@ def test_import_turns_the_advice_off_only_where_it_stalls() -> None:
 def test_the_environment_keeps_the_advice() -> None:
     off, advice, _ = _probe({"ARCTICLITE_HUGEPAGES": "1"})
     assert (off, advice) == (0, 1)
+
+
+_WRITES = (
+    "import resource, sys, numpy as np\n"
+    "from arcticlite.storage import open_store\n"
+    "from arcticlite.format._alloc import MALLOC_TUNED\n"
+    "store = open_store('lmdb://' + sys.argv[1])\n"
+    "vals = [np.random.default_rng(i).bytes(6_000_000 + i * 10_000) for i in range(20)]\n"
+    "f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+    "for i, v in enumerate(vals):\n"
+    "    store.write_many({f'k{i}': v})\n"
+    "print(int(MALLOC_TUNED), resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)\n"
+)
+
+
+def _segment_writes(tmp_path: Path, env: dict[str, str]) -> tuple[int, int]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", _WRITES, str(tmp_path)], env={**base, **env}, check=True,
+                         capture_output=True, text=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc")
+def test_segment_sized_writes_reuse_their_buffers(tmp_path: Path) -> None:
+    """Writing 20 segment-sized values (6 MB, 1,500 pages each) costs a few page faults, not a
+    fresh mapping per value; ARCTICLITE_MALLOC_TUNING=0 leaves malloc as it was."""
+    tuned, faults = _segment_writes(tmp_path / "a", {})
+    assert tuned == 1
+    assert faults < 1_500  # less than one value's pages for all twenty
+    untouched, _ = _segment_writes(tmp_path / "b", {"ARCTICLITE_MALLOC_TUNING": "0"})
+    assert untouched == 0
+    assert _segment_writes(tmp_path / "c", {"MALLOC_MMAP_THRESHOLD_": "65536"})[0] == 0  # the user's own setting wins
