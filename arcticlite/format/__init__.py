@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from arcticlite.format._alloc import empty, small_pages
+from arcticlite.format._alloc import PREFAULT_MIN_BYTES, empty, prefault, small_pages
 from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
@@ -39,6 +39,7 @@ __all__ = [
     "FermionReader",
     "FermionWriter",
     "Intervals",
+    "PREFAULT_MIN_BYTES",
     "RangeReader",
     "VERSION_MAJOR",
     "VERSION_MINOR",
@@ -49,6 +50,7 @@ __all__ = [
     "from_parquet",
     "intersect_intervals",
     "merge_intervals",
+    "prefault",
     "small_pages",
     "to_parquet",
 ]

@@ -26,7 +26,9 @@ only how fast and in how much memory.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
@@ -193,7 +195,7 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None =
             _decode_into(store.read(job.key), job, blocks, False)
         bar.update(1)
 
-    with bar:
+    with bar, _prefaulting(jobs, blocks, pools):
         if views or len(jobs) == 1:
             if pooled:
                 _run([pools.work.submit(one, j) for j in jobs])
@@ -202,6 +204,33 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None =
                     one(j)
             return
         _fill_windows(store, jobs, blocks, pools, pooled, bar)
+
+
+@contextlib.contextmanager
+def _prefaulting(jobs: list[_Job], blocks: Blocks, pools: Pools) -> Iterator[None]:
+    """Within: the pages of a large result are mapped on another thread, segment by segment
+    just ahead of the decoder (:func:`arcticlite.format.prefault`)."""
+    arrays = [a for a in (*blocks.arrays, blocks.index) if a is not None and a.dtype.kind != "O"]
+    if sum(a.nbytes for a in arrays) < fermion.PREFAULT_MIN_BYTES:
+        yield
+        return
+    rows = [(a.ctypes.data, a.strides[0] if a.ndim == 2 else 0, a.shape[0] if a.ndim == 2 else 1, a.itemsize)
+            for a in arrays]
+
+    def ranges() -> Iterator[tuple[int, int]]:
+        for job in sorted(jobs, key=lambda j: j.at):
+            n = job.hi - job.lo
+            for base, stride, k, size in rows:
+                for r in range(k):
+                    yield base + r * stride + job.at * size, n * size
+
+    stop = threading.Event()
+    future = pools.io.submit(fermion.prefault, ranges(), stop)
+    try:
+        yield
+    finally:
+        stop.set()
+        wait([future])
 
 
 def _fill_windows(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools, pooled: bool,

@@ -83,3 +83,17 @@ def test_fill_rows_gives_each_segment_its_rows() -> None:
     for j in range(4):
         np.testing.assert_array_equal(piece.column(f"c{j}").to_numpy(), df[f"c{j}"].to_numpy()[1000:1050])
     assert isinstance(piece.column("c0"), pa.ChunkedArray)
+
+
+@pytest.mark.parametrize("backend", ["lmdb"], indirect=True)
+def test_a_read_larger_than_the_prefault_threshold_is_exact(ac: Arctic) -> None:
+    """Results of 32 MiB or more are mapped on another thread while they are decoded."""
+    from arcticlite.format import PREFAULT_MIN_BYTES
+
+    lib = ac.create_library("big")
+    n = PREFAULT_MIN_BYTES // 16 + 77_777  # two float64 columns: over the threshold together
+    df = _frame("float64", n=n, k=2)
+    lib.write("s", df)
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
+    part = lib.read("s", date_range=(df.index[1000], df.index[n - 1000])).data
+    pd.testing.assert_frame_equal(part, df.iloc[1000 : n - 999], check_freq=False)

@@ -83,3 +83,30 @@ def test_segment_sized_writes_reuse_their_buffers(tmp_path: Path) -> None:
     untouched, _ = _segment_writes(tmp_path / "b", {"ARCTICLITE_MALLOC_TUNING": "0"})
     assert untouched == 0
     assert _segment_writes(tmp_path / "c", {"MALLOC_MMAP_THRESHOLD_": "65536"})[0] == 0  # the user's own setting wins
+
+
+def test_prefault_never_changes_what_was_written() -> None:
+    """The prefaulting thread maps pages while a decoder writes them: values the decoder wrote
+    stay."""
+    import threading
+
+    import numpy as np
+
+    from arcticlite.format import PREFAULT_MIN_BYTES, empty, prefault
+
+    n = PREFAULT_MIN_BYTES // 8 + 4096
+    arr = empty(n, np.float64)
+    arr[: n // 2] = np.arange(n // 2)  # written before the prefault reaches it
+    stop = threading.Event()
+    chunk = 1 << 16
+    ranges = ((arr.ctypes.data + i * 8, chunk * 8) for i in range(0, n, chunk))
+    t = threading.Thread(target=prefault, args=(ranges, stop))
+    t.start()
+    arr[n // 2 :] = -1.0  # written while it runs
+    t.join()
+    np.testing.assert_array_equal(arr[: n // 2], np.arange(n // 2))
+    assert (arr[n // 2 :] == -1.0).all()
+    if sys.platform == "linux":
+        fresh = empty(n, np.float64)
+        done = prefault(iter([(fresh.ctypes.data, fresh.nbytes)]), threading.Event())
+        assert done >= fresh.nbytes - 8192  # whole pages inside the range
