@@ -27,8 +27,8 @@ from arcticlite.normalize._columns import ROW_MAJOR
 __all__ = ["ROW_MAJOR", "RowMajorBlock", "defer_row_major", "fill_rows", "has_placeholders"]
 
 _KINDS = frozenset("iu")
-#: Blocks with fewer rows are transposed at once: one segment gains nothing from deferring.
-MIN_ROWS = 1 << 17
+#: Smaller blocks are transposed at once: a segment or two gain nothing from deferring.
+MIN_VALUES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ def _eligible(values: Any, n: int) -> bool:
         isinstance(values, np.ndarray)
         and values.ndim == 2
         and values.shape[0] >= 2
-        and n >= MIN_ROWS
+        and n * values.shape[0] >= MIN_VALUES
         and not values.flags.c_contiguous
         and values.T.flags.c_contiguous  # one dense (n, k) array: rows of a segment are contiguous
         and (values.dtype.kind in _KINDS or values.dtype in (np.float32, np.float64))
@@ -111,8 +111,8 @@ def fill_rows(piece: pa.Table, blocks: list[RowMajorBlock], r0: int) -> pa.Table
     for b, cols in wanted.items():
         values = blocks[b].values
         js = [j for _, j in cols]
-        whole = js == list(range(values.shape[0]))
-        src = values[:, r0:r0 + n] if whole else values[js, r0:r0 + n]
+        run = js == list(range(js[0], js[0] + len(js)))  # a column slice: a view, not a gather
+        src = values[js[0]:js[0] + len(js), r0:r0 + n] if run else values[js, r0:r0 + n]
         dst = buf[row:row + len(js)] if buf is not None else np.empty((len(js), n), values.dtype)
         np.copyto(dst, src)  # the (n, k) rows of this segment, transposed: cache-sized
         row += len(js)

@@ -105,6 +105,8 @@ def index_values(table: pa.Table, n_index: int, is_datetime: bool, start_row: in
     """int64 values used for min/max pruning: ns for a datetime index, else row numbers."""
     if is_datetime and n_index:
         col = table.column(0)
+        if col.num_chunks == 1 and not col.null_count and pa.types.is_timestamp(col.type):
+            return col.chunk(0).to_numpy().view(np.int64)  # no copy: the user's own index values
         arr = col.cast(pa.int64()) if col.num_chunks else pa.array([], pa.int64())
         if arr.null_count:  # NaT (stored with validate_index=False): its int64 value, as pandas has it
             arr = arr.fill_null(np.iinfo(np.int64).min)

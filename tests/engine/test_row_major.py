@@ -11,10 +11,10 @@ import pytest
 
 from arcticlite import Arctic, LibraryOptions
 from arcticlite import normalize as norm
-from arcticlite.normalize._rowmajor import MIN_ROWS
 from arcticlite.table._segments import write_segments
 
-N = MIN_ROWS + 12_345  # more rows than a write transposes at once: two segments or more
+N = 212_345  # three row slices of the default 100,000 rows
+MIN_ROWS = 100_000
 
 
 def _frame(dtype: str, n: int = N, k: int = 5, seed: int = 0) -> pd.DataFrame:
@@ -97,3 +97,15 @@ def test_a_read_larger_than_the_prefault_threshold_is_exact(ac: Arctic) -> None:
     pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
     part = lib.read("s", date_range=(df.index[1000], df.index[n - 1000])).data
     pd.testing.assert_frame_equal(part, df.iloc[1000 : n - 999], check_freq=False)
+
+
+@pytest.mark.parametrize("backend", ["lmdb"], indirect=True)
+def test_a_wide_frame_from_a_2d_array_reads_back_exactly(ac: Arctic) -> None:
+    lib = ac.create_library("wide")
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(rng.standard_normal((3_000, 400)), index=pd.date_range("2024-01-01", periods=3_000, freq="s"),
+                      columns=[f"c{j}" for j in range(400)])  # four column slices of 127
+    lib.write("s", df)
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
+    pd.testing.assert_frame_equal(lib.read("s", columns=["c399", "c0", "c200"][::-1]).data[["c0", "c200", "c399"]],
+                                  df[["c0", "c200", "c399"]], check_freq=False)
