@@ -318,6 +318,36 @@ def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta]
     return np.flatnonzero(keep_rows) + r0
 
 
+def dictionary_column(cm: ColumnMeta, starts: Sequence[int], rows: tuple[int, int], coll: Collector,
+                      run: Callable[[Collector], None]) -> pa.ChunkedArray | None:
+    """File rows ``[a, b)`` of a string column without nulls whose pages there are all
+    dictionary-encoded, as dictionary arrays (one chunk per page: its int32 codes into its
+    own dictionary; the strings of the rows are never built); None when the column does not
+    qualify."""
+    a, b = rows
+    node = cm.nodes[0]
+    if a >= b or cm.all_null or node.kind != BINARY:
+        return None
+    col = _Column()
+    if not _string_pages(cm, starts, [(a, b)], coll, col):
+        return None
+    run(coll)
+    pages = sorted(col.pages, key=lambda pg: pg.first)
+    if not pages or not all(pg.is_dict for pg in pages):
+        return None
+    assert pages[0].arr is not None
+    typ = pa.dictionary(pa.int32(), pages[0].arr.type)
+    chunks = []
+    for pg in pages:
+        lo, hi = max(pg.first, a), min(pg.first + pg.count, b)
+        assert pg.offsets is not None and pg.data is not None
+        offs, data = np.array(pg.offsets, dtype=np.int64), np.array(pg.data)  # own memory: the page may be a view
+        dictionary = pa.Array.from_buffers(typ.value_type, len(offs) - 1, [None, pa.py_buffer(offs), pa.py_buffer(data)])
+        codes = pg.codes()[lo - pg.first : hi - pg.first].astype(np.int32)
+        chunks.append(pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), dictionary))
+    return pa.chunked_array(chunks, typ)
+
+
 # ----------------------------------------------------------------------------- taking rows
 def _page_groups(pages: Sequence[tuple[Any, ...]], local: np.ndarray) -> list[tuple[int, int, int]]:
     """``(page, start, stop)``: the positions ``[start, stop)`` of ``local`` (sorted stripe

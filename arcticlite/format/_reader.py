@@ -592,6 +592,19 @@ class FermionReader:
         return sel
 
     @_guard
+    def read_dictionary(self, column: str | int, row_range: tuple[int, int] | None = None) -> pa.ChunkedArray | None:
+        """Rows ``row_range`` (default all) of a string / binary column without nulls whose
+        pages there are all dictionary-encoded (``binary-dict``), as a chunked dictionary array:
+        each page's int32 codes into its own dictionary, the strings never built. None when the
+        column does not qualify (read it with :meth:`read`)."""
+        i = self.resolve([column])[0]
+        self._load_cmbs([i])
+        a, b = (0, self.num_rows) if row_range is None else \
+            (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
+        return LATE.dictionary_column(self._cmeta[i], self._stripe_starts(None), (a, b), self._collector(),
+                                      lambda coll: coll.run(self._rr, gap=self.gap, parallel=self.parallel))
+
+    @_guard
     def take(self, columns: Sequence[str | int] | None, rows: Any) -> pa.Table:
         """Rows ``rows`` (file rows, sorted, unique) of ``columns`` (None: all) as an Arrow
         table: only the pages holding them are fetched and decoded, and a dictionary-encoded

@@ -77,6 +77,9 @@ def _finish(result: pa.ChunkedArray, op: str, source_type: pa.DataType) -> pa.Ch
 def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple[str, str, str]],
               clause: str) -> tuple[pa.ChunkedArray, list[tuple[str, pa.ChunkedArray]]]:
     """Group ``ev.table`` by ``keys`` and reduce ``specs``; returns (group keys, outputs)."""
+    dictionary = None
+    if pa.types.is_dictionary(keys.type):  # codes into per-segment dictionaries: group on codes
+        keys, dictionary = _global_codes(keys)
     cols: dict[str, Any] = {"__key": keys}
     aggs = []
     for i, (_, column, op) in enumerate(specs):
@@ -90,7 +93,23 @@ def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple
     for i, (name, _, op) in enumerate(specs):
         source = ev.column(specs[i][1]).type
         outputs.append((name, _finish(grouped.column(f"__v{i}_{op}"), op, source)))
-    return grouped.column("__key"), outputs
+    groups = grouped.column("__key")
+    if dictionary is not None:
+        groups = pa.chunked_array([dictionary.take(groups.combine_chunks())])
+    return groups, outputs
+
+
+def _global_codes(keys: pa.Array | pa.ChunkedArray) -> tuple[pa.ChunkedArray, pa.Array]:
+    """Dictionary-encoded ``keys`` as int32 codes into one dictionary (each chunk's
+    dictionary mapped onto the distinct values of all of them): grouping the codes gives the
+    groups of the values, in the same order of first appearance."""
+    chunked = keys if isinstance(keys, pa.ChunkedArray) else pa.chunked_array([keys])
+    unified = chunked.unify_dictionaries()
+    if unified.num_chunks == 0:
+        return pa.chunked_array([], pa.int32()), pa.array([], keys.type.value_type)
+    dictionary = unified.chunk(0).dictionary
+    codes = pa.chunked_array([c.indices.cast(pa.int32()) for c in unified.chunks], pa.int32())
+    return codes, dictionary
 
 
 def resample_labels(index_ns: np.ndarray, rule: Any, closed: str | None, label: str | None, offset: Any,

@@ -66,6 +66,10 @@ class QueryPlan:
         [alternatives])``), in the form ``arcticlite.format.decode(filter=)`` takes: a reader
         may skip pages or segments that cannot match. Rows it keeps are filtered exactly
         afterwards.
+    code_keys : tuple of str
+        Stored names of string columns the query first groups by (and uses for nothing
+        else): a read may deliver them dictionary-encoded (each segment's codes into its
+        dictionary), and the group-by then groups on the codes instead of hashing strings.
     """
 
     columns: list[Any] | None
@@ -74,6 +78,7 @@ class QueryPlan:
     clauses: list[tuple[str, Any]]
     output_columns: list[Any] | None
     value_filters: tuple[tuple[str, str, Any], ...] = ()
+    code_keys: tuple[str, ...] = ()
 
 
 def _clauses(query: Any) -> list[tuple[str, Any]]:
@@ -278,8 +283,16 @@ def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, 
             projected.add(arg[0])
         elif name != "date_range":
             break
-    return QueryPlan(columns=fetch, row_range=row_range, index_range=index_range, clauses=clauses[i:],
-                     output_columns=None if aggregating else columns, value_filters=tuple(values))
+    code_keys: tuple[str, ...] = ()
+    rest = clauses[i:]
+    if len(rest) >= 2 and rest[0][0] == "groupby" and rest[1][0] == "aggregate" \
+            and isinstance(rest[0][1], str) and rest[0][1] not in referenced_columns(rest[1:]):
+        key = data_stored.get(rest[0][1])
+        if key is not None and meta.user_columns.count(rest[0][1]) == 1:
+            code_keys = (key,)
+    return QueryPlan(columns=fetch, row_range=row_range, index_range=index_range, clauses=rest,
+                     output_columns=None if aggregating else columns, value_filters=tuple(values),
+                     code_keys=code_keys)
 
 
 class _State:
@@ -388,7 +401,7 @@ def _frame(index: pd.Index, outputs: list[tuple[str, pa.ChunkedArray]]) -> tuple
 def _groupby(st: _State, key: str, aggs: dict[str, Any]) -> None:
     specs = parse_aggregations(aggs, GROUPBY_OPS, "")
     ev = st.evaluator("GroupByClause")
-    keys = ev.column(key)
+    keys = ev.column(key, codes=True)
     ev.clause = "AggregationClause"
     groups, outputs = aggregate(ev, keys, specs, "Aggregation")
     kstored = st.resolve(key)

@@ -229,14 +229,20 @@ class Evaluator:
         self.resolve = resolve
         self.clause = clause
 
-    def column(self, name: Any) -> ArrowData:
-        """The stored column for user name ``name`` (null where absent), or ``SchemaException``."""
+    def column(self, name: Any, *, codes: bool = False) -> ArrowData:
+        """The stored column for user name ``name`` (null where absent), or ``SchemaException``.
+        ``codes``: a dictionary-encoded column of strings stays dictionary-encoded (a group-by
+        groups on its codes) where no row is absent."""
         stored = self.resolve(name)
         if stored is None or stored not in self.table.column_names:
             raise SchemaException(
                 f"E_COLUMN_DOESNT_EXIST {self.clause} requires column {name!r} to exist in input data"
             )
         data = self.table.column(stored)
+        if codes and pa.types.is_dictionary(data.type) and self.absent(name) is None and (
+                pa.types.is_large_string(data.type.value_type) or pa.types.is_string(data.type.value_type)
+                or pa.types.is_large_binary(data.type.value_type) or pa.types.is_binary(data.type.value_type)):
+            return data
         if pa.types.is_dictionary(data.type):
             if self.clause == "FilterClause":
                 raise UserInputException(

@@ -325,7 +325,8 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
                               index_range=plan.index_range, pools=pools, positions=plan.positions,
                               mark_absent=plan.dynamic and plan.query is not None, candidates=plan.candidates,
                               stats=stats, filters=plan.query.value_filters if plan.query is not None else (),
-                              nan_rows=True, judged=plan.judged)
+                              nan_rows=True, judged=plan.judged,
+                              code_keys=plan.query.code_keys if plan.query is not None else ())
     ir = plan.index_range
     if ir is not None and table.num_rows:
         idx = table.column(0).cast(pa.int64()).to_numpy()

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arcticlite import format as fermion
 from arcticlite import normalize as norm
@@ -493,6 +494,7 @@ class _Job:
     late: tuple[Any, ...] | None = None  # the query's value filters, judged here first (late materialisation)
     text: tuple[str, ...] = ()  # string columns whose NaN-rows companions to read too
     judged: bool = False  # ``late`` was judged on this segment's statistics while planning
+    codes: tuple[str, ...] = ()  # string columns to return dictionary-encoded (read_segments' code_keys)
 
 
 def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
@@ -525,8 +527,36 @@ def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, ind
     return out if out.schema.metadata == metadata else out.replace_schema_metadata(metadata)
 
 
+def _coded_type(typ: pa.DataType) -> pa.DataType:
+    binary = pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
+    return pa.dictionary(pa.int32(), pa.large_binary() if binary else pa.large_string())
+
+
 def _decode_rows(reader: fermion.FermionReader, job: _Job, cols: list[str], *, index_name: str | None,
                  index_range: tuple[int, int] | None, stats: FetchStats | None) -> pa.Table:
+    if not job.codes:
+        return _decode_plain(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
+    codes = [c for c in cols if c in job.codes]
+    simple = job.rows is None and job.late is None and not (job.trim and index_range is not None)
+    out = _decode_plain(reader, job, [c for c in cols if c not in job.codes] if simple else cols,
+                        index_name=index_name, index_range=index_range, stats=stats)
+    for c in codes:
+        col = reader.read_dictionary(c, (job.lo, job.hi)) if simple else None
+        if col is None:  # not all dictionary pages (or rows cut by a filter): encode the strings
+            plain = reader.read([c], row_range=(job.lo, job.hi)).column(0) if simple else out.column(c)
+            typ = _coded_type(plain.type)
+            col = pc.dictionary_encode(plain.cast(typ.value_type))
+            col = pa.chunked_array([pa.DictionaryArray.from_arrays(ch.indices.cast(pa.int32()), ch.dictionary)
+                                    for ch in col.chunks], typ)
+        if simple:
+            out = out.append_column(c, col)
+        else:
+            out = out.set_column(out.schema.get_field_index(c), c, col)
+    return out.select(cols) if simple else out
+
+
+def _decode_plain(reader: fermion.FermionReader, job: _Job, cols: list[str], *, index_name: str | None,
+                  index_range: tuple[int, int] | None, stats: FetchStats | None) -> pa.Table:
     lo, hi = job.lo, job.hi
     if job.late is not None and hi > lo:
         # late materialisation: the filter columns first, then only the rows that may pass
@@ -597,6 +627,7 @@ def read_segments(
     filters: Sequence[Any] = (),
     nan_rows: bool = False,
     judged: bool = False,
+    code_keys: Sequence[str] = (),
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -616,12 +647,19 @@ def read_segments(
     columns bring their NaN-rows companions, as trailing columns (``normalize``'s
     ``split_nan_rows`` takes them off), where any segment holds one. ``judged``: ``filters``
     were already judged on the statistics and Bloom filters of ``leaves`` (``candidates``
-    holds the outcome), so late materialisation does not judge them again.
+    holds the outcome), so late materialisation does not judge them again. ``code_keys``:
+    string columns to return dictionary-encoded (``dictionary<int32, large_string>``: each
+    page's codes into its own dictionary, the strings never built; a query groups on them).
     """
     index_names = [schema.field(i).name for i in range(n_index)]
     wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
     data_names: Any = _Names(schema, n_index) if 8 * len(wanted) < len(schema) else schema.names[n_index:]
     out_schema = pa.schema([schema.field(i) for i in range(n_index)] + [schema.field(n_index + p) for p in wanted_pos])
+    coded = {f.name for f in out_schema if f.name in code_keys and _is_text(f.type) and not pa.types.is_null(f.type)} \
+        if code_keys and not dynamic else set()
+    for name in coded:
+        k = out_schema.get_field_index(name)
+        out_schema = out_schema.set(k, out_schema.field(k).with_type(_coded_type(out_schema.field(k).type)))
     if len(leaves) == 0:
         return out_schema.empty_table()
     leaves = with_columns(leaves, wanted_pos)
@@ -661,7 +699,8 @@ def read_segments(
         late = tuple(filters) if late_cols and first_in_group[i] and last_in_group[i] \
             and late_cols.issubset(cols) else None
         jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows, late,
-                         tuple(c for c in data if c in text) if text else (), judged))
+                         tuple(c for c in data if c in text) if text else (), judged,
+                         tuple(c for c in data if c in coded) if coded else ()))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if n_index else None, index_range=use_range,
                            pools=pools or shared(), stats=stats)
