@@ -67,6 +67,16 @@ def gather_fixed(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray) 
         raise InvalidFileError(f"corrupt encoded block: {exc}") from exc
 
 
+def take_values(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` (1-D): a view of a plain page's bytes is rarely aligned (its values
+    follow a one-byte header), and numpy copies a whole unaligned array to take from it; its
+    bytes are gathered instead (a few rows of an 800 KB page: 1.5 µs instead of 27 µs)."""
+    if values.flags.aligned or not values.flags.c_contiguous or not len(rows):
+        return values.take(rows)
+    raw = values.view(np.uint8).reshape(len(values), values.dtype.itemsize)
+    return raw[rows].view(values.dtype).reshape(len(rows))
+
+
 def _gather(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray, depth: int) -> np.ndarray | None:
     if depth > 8 or depth > MAX_NESTING:
         return None
@@ -77,7 +87,7 @@ def _gather(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray, depth
     if eid == PLAIN:
         if len(mv) != 1 + count * isz:
             raise InvalidFileError("plain block size does not match its value count")
-        return np.frombuffer(mv, dtype=dtype, count=count, offset=1).take(rows)
+        return take_values(np.frombuffer(mv, dtype=dtype, count=count, offset=1), rows)
     if eid in (ZSTD, LZ4):
         (_, raw_len) = CODEC_HDR.unpack_from(mv, 0)
         if raw_len > 1 + count * isz:

@@ -35,7 +35,7 @@ from arcticlite.format._decode import (
     plan_flat,
     plan_whole,
 )
-from arcticlite.format._enc_gather import gather_fixed
+from arcticlite.format._enc_gather import gather_fixed, take_values
 from arcticlite.format._intervals import Intervals
 from arcticlite.format._meta import P_FIRST, P_ITEMS, P_RAW, ColumnMeta
 from arcticlite.format._types import BINARY, FIXED, FLAT_KINDS, NULL
@@ -523,7 +523,7 @@ def _take_known(cm: ColumnMeta, known: _Column, ivs: Intervals, rows: np.ndarray
         for j, k in enumerate(ks.tolist()):
             pg = pages[k]
             lo, hi = int(bounds[j]), int(bounds[j + 1])
-            np.take(pg.values, rows[lo:hi] - pg.first, out=out[lo:hi])
+            out[lo:hi] = take_values(pg.values, rows[lo:hi] - pg.first)
         return lambda: pa.Array.from_buffers(node.type, n, [None, pa.py_buffer(out)])
     odt = np.dtype(cm.specs[node.streams[1]].dtype)
     parts: list[tuple[np.ndarray, np.ndarray] | None] = []

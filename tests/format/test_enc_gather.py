@@ -66,3 +66,18 @@ def test_a_truncated_blob_raises_a_corruption_error() -> None:
     assert "bitpack" in E.describe(blob)
     with pytest.raises(CorruptDataError):
         gather_fixed(memoryview(blob)[:-8], values.dtype, len(values), np.array([1], dtype=np.int64))
+
+
+def test_rows_of_an_unaligned_plain_page_are_the_values() -> None:
+    from arcticlite.format._enc_gather import take_values
+
+    values = np.random.default_rng(2).random(5_000)
+    page = b"\x00" + values.tobytes()  # a plain page: a one-byte header, then the values
+    view = np.frombuffer(page, dtype=np.float64, count=len(values), offset=1)
+    assert not view.flags.aligned
+    rows = np.array([0, 17, 4_999], dtype=np.int64)
+    got = take_values(view, rows)
+    assert got.dtype == np.float64 and got.tolist() == values[rows].tolist()
+    assert take_values(view, np.zeros(0, dtype=np.int64)).tolist() == []
+    ints = np.frombuffer(b"\x00" + np.arange(10, dtype=np.int64).tobytes(), np.int64, 10, 1)
+    assert take_values(ints[2:], np.array([0, 7])).tolist() == [2, 9]
