@@ -1059,6 +1059,14 @@ class Library:
         except CorruptDataError as exc:
             raise type(exc)(f"symbol {sym!r} version {rec.vid} of library {self._name!r}: {exc}; restore the "
                             "key from a backup, or delete the version") from exc
+        except KeyNotFoundException as exc:
+            head = self._engine.head(sym)
+            if head is None or not head.is_live(rec.seq):
+                raise  # deleted (or pruned) while it was read
+            # a live version's keys are never deleted: the store lost one (a renamed LMDB key)
+            raise CorruptDataError(f"symbol {sym!r} version {rec.vid} of library {self._name!r}: a key it needs is "
+                                   f"missing ({exc}); the store is corrupt: restore the key from a backup, or "
+                                   "delete the version") from exc
 
     def _read_version(self, sym: str, rec: VersionRecord, *, date_range: Any = None,
                    row_range: tuple[int, int] | None = None, columns: list[Any] | None = None,

@@ -30,10 +30,7 @@ def resolve(versions: VersionEngine, snapshots: Snapshots, sym: str, as_of: Any,
         snap = snapshots.read(as_of)
         if sym not in snap["symbols"]:
             raise missing(f"E_NO_SUCH_VERSION: symbol {sym!r} is not in snapshot {as_of!r}")
-        rec = versions.read_record(sym, int(snap["symbols"][sym]))
-        if rec is None:
-            raise missing(f"E_NO_SUCH_VERSION: snapshot {as_of!r} refers to a missing version of {sym!r}")
-        return rec
+        return versions.record(sym, int(snap["symbols"][sym]))  # a snapshot keeps its versions
     if isinstance(as_of, bool) or isinstance(as_of, float | np.floating):
         raise ArcticException("Unexpected combination of read parameters: as_of must be int, str or datetime")
     if isinstance(as_of, int | np.integer) and not isinstance(as_of, np.datetime64):

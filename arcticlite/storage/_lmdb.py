@@ -36,6 +36,8 @@ import lmdb
 import numpy as np
 
 from arcticlite.exceptions import (
+    ArcticException,
+    CorruptDataError,
     KeyNotFoundException,
     LmdbMapFullError,
     PermissionException,
@@ -279,7 +281,18 @@ def _denied(exc: BaseException) -> bool:
         or isinstance(exc, PermissionError)
 
 
-def _translate(exc: BaseException, what: str) -> StorageException:
+#: LMDB's own findings of a damaged file (MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_PANIC, MDB_INVALID)
+_DAMAGED = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.PanicError, lmdb.InvalidError)
+
+
+def _translate(exc: BaseException, what: str, path: str | None = None) -> ArcticException:
+    """The arcticlite error for ``exc``; LMDB's findings of a damaged file while reading or
+    writing the store at ``path`` are a ``CorruptDataError`` naming the store (a file that is
+    not an LMDB file at all stays a ``StorageException`` from the open)."""
+    if path is not None and isinstance(exc, _DAMAGED):
+        where = f" at {path!r}" if path not in what else ""
+        return CorruptDataError(f"{what}: the LMDB file{where} is damaged (LMDB said {type(exc).__name__}: {exc}); "
+                                "restore the store from a backup")
     if isinstance(exc, lmdb.MapFullError):
         return LmdbMapFullError(f"{what}: the LMDB map could not grow ({exc})")
     if _denied(exc):
@@ -372,7 +385,7 @@ class LmdbStore(KVStore):
             except lmdb.MapResizedError as exc:
                 self._adopt(handle, exc, what)
             except lmdb.Error as exc:
-                raise _translate(exc, what) from exc
+                raise _translate(exc, what, self.path) from exc
         raise LmdbMapFullError(f"{what}: the LMDB map at {self.path!r} could not grow enough")
 
     @staticmethod
@@ -490,7 +503,7 @@ class LmdbStore(KVStore):
             except lmdb.MapResizedError as exc:
                 self._adopt(handle, exc, what)
             except lmdb.Error as exc:
-                raise _translate(exc, what) from exc
+                raise _translate(exc, what, self.path) from exc
         raise StorageException(f"{what}: the LMDB map kept changing size")
 
     def read_range(self, key: str, offset: int, length: int) -> bytes:

@@ -22,6 +22,7 @@ from arcticlite.exceptions import (
     CommitConflictError,
     CommitStateUnknownError,
     ConditionalWritesUnsupportedError,
+    CorruptDataError,
     KeyNotFoundException,
     NoSuchVersionException,
     StorageException,
@@ -68,6 +69,21 @@ class VersionEngine:
         with naming_key(key):
             return VersionRecord.from_bytes(raw)
 
+    def record(self, sym: str, seq: int) -> VersionRecord:
+        """The record ``seq`` of ``sym``, known to exist (at or below a head's seq: records are
+        never deleted, and a commit creates seq only after every lower one); its absence means
+        the store lost or renamed the key (a flipped bit in an LMDB key): ``CorruptDataError``."""
+        rec = self.read_record(sym, seq)
+        if rec is None:
+            raise self.missing_record(sym, seq)
+        return rec
+
+    def missing_record(self, sym: str, seq: int) -> CorruptDataError:
+        key = self.keys.version(sym, seq)
+        return CorruptDataError(
+            f"version record {seq} of symbol {sym!r} is missing although later records of the symbol "
+            f"exist; the store is corrupt (storage key {key!r} in {self.store!r}); restore it from a backup")
+
     def head(self, sym: str) -> VersionRecord | None:
         """The newest record of ``sym`` (live or tombstone), or ``None`` if never written."""
         return self._head(sym)[1]
@@ -93,7 +109,7 @@ class VersionEngine:
             return None
         if head.latest_live == head.seq:
             return head
-        return self.read_record(sym, head.latest_live)
+        return self.record(sym, head.latest_live)
 
     def version(self, sym: str, seq: int, head: VersionRecord | None = None) -> VersionRecord:
         """The live data version ``seq`` of ``sym``; raise ``NoSuchVersionException``."""
@@ -102,8 +118,8 @@ class VersionEngine:
             raise NoSuchVersionException(
                 f"E_NO_SUCH_VERSION: version {seq} of symbol {sym!r} does not exist or was deleted"
             )
-        rec = head if head.seq == seq else self.read_record(sym, seq)
-        if rec is None or not rec.is_data:
+        rec = head if head.seq == seq else self.record(sym, seq)
+        if not rec.is_data:
             raise NoSuchVersionException(f"E_NO_SUCH_VERSION: version {seq} of symbol {sym!r} not found")
         return rec
 
@@ -118,8 +134,8 @@ class VersionEngine:
                 f"E_NO_SUCH_VERSION: version matching query 'version {what}' not found for symbol {sym!r}"
                 + ("" if head is None or seq is None else ": it was deleted")
             )
-        rec = head if head.seq == seq else self.read_record(sym, seq)
-        if rec is None or not rec.is_data:
+        rec = head if head.seq == seq else self.record(sym, seq)
+        if not rec.is_data:
             raise NoSuchVersionException(f"E_NO_SUCH_VERSION: version {vid} of symbol {sym!r} not found")
         return rec
 
@@ -132,10 +148,7 @@ class VersionEngine:
         cache: dict[int, VersionRecord] = {head.seq: head}
         while lo <= hi:  # creation times strictly increase with seq
             mid = (lo + hi) // 2
-            rec = cache.get(mid) or self.read_record(sym, mid)
-            if rec is None:
-                lo = mid + 1
-                continue
+            rec = cache.get(mid) or self.record(sym, mid)
             cache[mid] = rec
             if rec.created_ns <= when_ns:
                 best, lo = mid, mid + 1
@@ -143,8 +156,8 @@ class VersionEngine:
                 hi = mid - 1
         for seq in range(best, -1, -1):
             if head.is_live(seq):
-                rec = cache.get(seq) or self.read_record(sym, seq)
-                if rec is not None and rec.is_data:
+                rec = cache.get(seq) or self.record(sym, seq)
+                if rec.is_data:
                     return rec
         raise NoSuchVersionException(
             f"E_NO_SUCH_VERSION: symbol {sym!r} has no live version at or before {when_ns} ns"
@@ -160,11 +173,13 @@ class VersionEngine:
         while seq >= 0:
             lo = max(0, seq - 255)
             keys = [self.keys.version(sym, s) for s in range(seq, lo - 1, -1)]
-            for key, raw in zip(keys, self._read_many_present(keys), strict=True):
-                if raw is not None:
-                    with naming_key(key):
-                        rec = VersionRecord.from_bytes(raw)
-                    yield rec
+            for s, (key, raw) in zip(range(seq, lo - 1, -1), zip(keys, self._read_many_present(keys), strict=True),
+                                     strict=True):
+                if raw is None:
+                    raise self.missing_record(sym, s)
+                with naming_key(key):
+                    rec = VersionRecord.from_bytes(raw)
+                yield rec
             seq = lo - 1
 
     def _read_many_present(self, keys: list[str]) -> list[Any]:

@@ -1,0 +1,181 @@
+"""Bit flips inside a real LMDB data file (issue 16's battery).
+
+LMDB does not checksum values (a flipped bit gave silently wrong values in 188 of 300 trials
+of a bare LMDB store, ../shared/reference/reliability.md). arcticlite checksums every stored
+value, so after flipping random bits of a copy of ``data.mdb``, every read of every version of
+every symbol (and the listings and snapshots) must return exactly the original, or raise
+``CorruptDataError`` or another arcticlite storage error naming the store; never other data,
+never another exception, never a hang (a child that stops reporting is killed and counted). The
+reads run in a child process, so that a crash of the interpreter is counted: liblmdb can die of
+SIGBUS on a flipped value length near the end of the file before arcticlite sees the bytes
+(once in 2,000 flips; bounded below, and described in docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from bitflip_worker import reads
+
+import arcticlite
+from arcticlite import Arctic, LibraryOptions
+
+pytestmark = [pytest.mark.lmdb, pytest.mark.timeout(1800)]
+
+FULL = os.environ.get("ARCTICLITE_BATTERY") == "full"
+TRIALS = 2000 if FULL else 150
+HANG_SECONDS = 120  # a trial reads a few hundred kB: far below this even on a loaded machine
+WORKER = os.path.join(os.path.dirname(__file__), "bitflip_worker.py")
+ROOT = os.path.dirname(os.path.dirname(arcticlite.__file__))  # the children import this arcticlite
+
+
+def populate(uri: str) -> None:
+    rng = np.random.default_rng(7)
+    lib = Arctic(uri).create_library("lib", LibraryOptions(rows_per_segment=500))
+
+    def frame(n: int, start: str, base: int) -> pd.DataFrame:
+        return pd.DataFrame({"px": rng.random(n), "qty": np.arange(base, base + n, dtype=np.int64),
+                             "venue": rng.choice(["XLON", "XPAR", "XETR"], n)},
+                            index=pd.date_range(start, periods=n, freq="s"))
+
+    lib.write("prices", frame(2000, "2024-01-01", 0), metadata={"source": "feed"})
+    lib.append("prices", frame(300, "2024-01-02", 5000))
+    lib.update("prices", frame(100, "2024-01-01 00:10", 9000))
+    lib.write("small", frame(10, "2024-01-01", 0), metadata="v0")
+    lib.snapshot("eod", metadata={"day": 1})
+    lib.write("small", frame(5, "2024-02-01", 100), metadata="v1")
+    lib.merge("prices", frame(3, "2024-01-01 00:00:05", 70000))
+    lib.write_pickle("obj", {"a": [1, 2, 3]})
+
+
+def expected(uri: str) -> dict[str, Any]:
+    lib = Arctic(uri)["lib"]
+    truth: dict[str, Any] = {
+        "library": "lib",
+        "versions": {s: sorted(k.version for k, i in lib.list_versions(s).items() if not i.deleted)
+                     for s in sorted(lib.list_symbols())},
+        "snapshot_symbols": {n: sorted(lib.list_symbols(snapshot_name=n)) for n in lib.list_snapshots()},
+    }
+    truth["reads"] = {name: fn() for name, fn in reads(lib, truth)}
+    lib._store.close()
+    return truth
+
+
+def run_trials(plan_path: str, plan: dict[str, Any]) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """Run every trial in child processes; a child that dies or hangs costs one trial."""
+    results: list[dict[str, Any]] = []
+    events: Counter[str] = Counter()
+    start = 0
+    while start < len(plan["trials"]):
+        plan["start"] = start
+        with open(plan_path, "w") as f:
+            json.dump(plan, f)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+        proc = subprocess.Popen([sys.executable, WORKER, plan_path], stdout=subprocess.PIPE, text=True,
+                                cwd=os.path.dirname(WORKER), env=env)
+        current = start
+        assert proc.stdout is not None
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        hung = False
+        while True:
+            if not sel.select(timeout=HANG_SECONDS):
+                hung = True
+                proc.kill()
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            msg = json.loads(line)
+            current = msg["trial"]
+            if not msg.get("started"):
+                results.append(msg)
+                current += 1
+        proc.wait()
+        sel.close()
+        if current >= len(plan["trials"]):
+            break
+        events["hang" if hung else f"crash (exit {proc.returncode})"] += 1  # trial `current` never reported
+        results.append({"trial": current, "outcomes": {"hang" if hung else "crash": 1}, "notes": []})
+        start = current + 1
+    return results, events
+
+
+def test_bit_flips_in_the_lmdb_file_never_give_other_data(tmp_path: Any) -> None:
+    pristine = str(tmp_path / "pristine")
+    populate(f"lmdb://{pristine}")
+    truth = expected(f"lmdb://{pristine}")
+    size = os.path.getsize(os.path.join(pristine, "data.mdb"))
+    rng = random.Random(16)
+    trials = [[[rng.randrange(size), rng.randrange(8)]] for _ in range(TRIALS)]
+    plan = {"pristine": pristine, "truth": truth, "trials": trials}
+    results, events = run_trials(str(tmp_path / "plan.json"), plan)
+    assert len(results) == TRIALS
+    reads_total: Counter[str] = Counter()
+    trial_kinds: Counter[str] = Counter()
+    failures = []
+    for r in results:
+        outcomes = Counter(r["outcomes"])
+        reads_total += outcomes
+        bad = set(outcomes) - {"same", "corrupt", "storage", "crash"}
+        trial_kinds["failed" if bad else "crashed" if "crash" in outcomes
+                    else "all same" if set(outcomes) == {"same"} else "detected"] += 1
+        if bad:
+            failures.append((r["trial"], trials[r["trial"]], dict(outcomes), r["notes"][:3]))
+    print(f"\n{TRIALS} single-bit flips in a {size:,}-byte data.mdb ({len(truth['reads'])} reads each): "
+          f"trials {dict(trial_kinds)}; reads {dict(reads_total)}; child deaths {dict(events)}; "
+          f"failed trials {[(t, flips) for t, flips, *_ in failures]}")
+    assert not failures, failures[:10]
+    assert trial_kinds["detected"] > 0  # flips did reach stored values, and were caught
+    assert "hang" not in events
+    # liblmdb itself can die of SIGBUS before arcticlite sees the bytes: a flipped length of a
+    # value stored near the end of the file makes it copy past the end (docs/reliability.md);
+    # seen once in 2,000 flips: counted, and bounded here
+    assert reads_total["crash"] <= max(1, TRIALS // 200), events
+
+
+def _rename(store: Any, key: str, new: str) -> None:
+    """What a flipped bit in an LMDB key does: the value moves to another key."""
+    value = bytes(store.read(key))
+    store.write(new, value)
+    store.delete([key])
+
+
+def test_a_renamed_version_record_is_reported_as_corruption(tmp_path: Any) -> None:
+    # found by the bit flips: a flip in the key of version record 0 hid it, and list_versions
+    # silently listed fewer versions while reads of version 0 said it did not exist
+    from arcticlite.exceptions import CorruptDataError
+
+    lib = Arctic(f"lmdb://{tmp_path}/s").create_library("lib")
+    for k in range(3):
+        lib.write("s", pd.DataFrame({"a": [k]}))
+    key = lib._engine.keys.version("s", 0)
+    _rename(lib._store, key, key.replace("/00000000000000000000", "/00040000000000000000"))
+    for call in (lambda: lib.read("s", as_of=0), lambda: lib.list_versions("s"),
+                 lambda: lib.read("s", as_of=pd.Timestamp("2000-01-01", tz="UTC"))):
+        with pytest.raises(CorruptDataError, match=f"version record 0 of symbol 's' is missing.*{key}"):
+            call()
+    assert lib.read("s").data["a"].tolist() == [2]  # what does not need it still reads
+
+
+def test_a_missing_segment_of_a_live_version_is_reported_as_corruption(tmp_path: Any) -> None:
+    from arcticlite.exceptions import CorruptDataError, KeyNotFoundException
+
+    lib = Arctic(f"lmdb://{tmp_path}/s").create_library("lib")
+    lib.write("s", pd.DataFrame({"a": [1, 2]}))
+    data = next(iter(lib._store.list_keys("lib/tdata/")))
+    _rename(lib._store, data, data + "x")
+    with pytest.raises(CorruptDataError, match="symbol 's' version 0 of library 'lib': a key it needs is missing"):
+        lib.read("s")
+    assert not issubclass(CorruptDataError, KeyNotFoundException)
