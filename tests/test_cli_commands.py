@@ -227,23 +227,30 @@ def test_compact_plan_then_compact(uri: str, capsys: pytest.CaptureFixture[str])
 
 def test_compact_plan_shows_delta_groups_then_folds_them(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     lib = _lib(uri)
-    src = lib.read("AAPL").data.iloc[[1, 9]].copy()
-    src["px"] = -1.0
-    lib.merge("AAPL", src)
+    data = lib.read("AAPL").data
+    for row in (1, 9):  # two merges whose key ranges overlap different row groups: two groups
+        src = data.iloc[[row]].copy()
+        src["px"] = -1.0
+        lib.merge("AAPL", src)
     versions = json.loads(_run(["versions", uri, LIB, "AAPL", "--json"], capsys)[1])
-    assert versions[0]["deltas"] == 1 and versions[0]["delta_rows"] == 2  # pending, per version
-    assert versions[1]["deltas"] == 0
+    assert versions[0]["deltas"] == 2 and versions[0]["delta_rows"] == 2  # pending, per version
+    assert versions[2]["deltas"] == 0
     index = json.loads(_run(["index", uri, LIB, "AAPL", "--json"], capsys)[1])
-    assert sum(r["delta"] for r in index) == 1
+    assert sum(r["delta"] for r in index) == 2
     before = _contents(uri)
     out = _run(["compact", uri, LIB, "AAPL", "--plan"], capsys)[1]
-    assert out.startswith("AAPL: version 2 has 1 merges as deltas (2 rows, compaction due); 2 groups to fold, "
-                          "2 of 4 row groups untouched\n")
-    assert "  group 0: rows 0-4, index [..., 2024-01-05 00:00:00), 1 changes" in out
-    assert "  group 1: rows 8-10, index [2024-01-09 00:00:00, 2024-02-01 00:00:00), 1 changes" in out
+    assert out.startswith("AAPL: version 3 has 2 merges as deltas (2 rows, compaction due); 2 groups (2 tasks) to "
+                          "fold, 2 of 4 row groups untouched\n")
+    assert ("  group 0.0: rows 0-4, keys 2024-01-01 00:00:00 to 2024-01-04 00:00:00, 1 base + 1 delta segments, "
+            "5 rows, ") in out
+    assert ("  group 1.0: rows 8-10, keys 2024-01-09 00:00:00 to 2024-01-10 00:00:00, 1 base + 1 delta segments, "
+            "3 rows, ") in out
+    plan = json.loads(_run(["compact", uri, LIB, "AAPL", "--plan", "--json"], capsys)[1])
+    assert [(g["group"], g["segments"], g["rows"], g["changes"]) for g in plan[0]["groups"]] == [(0, 2, 5, 1),
+                                                                                               (1, 2, 3, 1)]
     assert _contents(uri) == before
-    out = _run(["compact", uri, LIB, "AAPL", "--workers", "2"], capsys)[1]
-    assert out == "AAPL: version 2 has 1 merges as deltas (2 rows, compaction due); folded into version 3 (2 groups)\n"
+    out = _run(["compact", uri, LIB, "AAPL", "--workers", "2", "--processes"], capsys)[1]  # in worker processes
+    assert out == "AAPL: version 3 has 2 merges as deltas (2 rows, compaction due); folded into version 4 (2 groups)\n"
     assert list(_lib(uri).read("AAPL").data["px"].iloc[[1, 9]]) == [-1.0, -1.0]
     assert _run(["compact", uri, LIB, "AAPL", "--workers", "0"], capsys)[0] != 0
 

@@ -166,6 +166,8 @@ def parser() -> argparse.ArgumentParser:
                    "deltas that would be folded)")
     k.add_argument("--workers", type=int, default=1, metavar="N",
                    help="fold groups of deltas N at a time (default 1)")
+    k.add_argument("--processes", action="store_true",
+                   help="fold the groups in N worker processes instead of threads (LMDB or S3)")
     k.add_argument("--rows-per-segment", type=int, default=None, metavar="N",
                    help="target rows per segment (default: the library's)")
     g = _add(sub, "gc", _write.gc, "delete unreachable segments and index nodes",

@@ -112,8 +112,10 @@ def _plan(p: Any) -> dict[str, Any]:
             "rows_to_rewrite": p.rows_to_rewrite}
 
 
-def _ts(ns: int | None) -> str:
-    return "..." if ns is None else str(pd.Timestamp(ns, unit="ns"))
+def _key(value: int | None, timeseries: bool) -> str:
+    if value is None:
+        return "..."
+    return str(pd.Timestamp(value, unit="ns")) if timeseries else f"row {value:,}"
 
 
 def compact(args: argparse.Namespace) -> int:
@@ -135,9 +137,11 @@ def compact(args: argparse.Namespace) -> int:
                 row: dict[str, Any] = {
                     "symbol": sym, "version": fold.version, "will_do_work": True, "deltas": fold.layers,
                     "delta_rows": fold.delta_rows, "due": fold.due, "groups": fold.groups(),
+                    "timeseries": fold.timeseries,
                     "untouched_row_groups": fold.untouched_row_groups, "row_groups": fold.row_groups}
                 if not args.plan:
-                    row["new_version"] = lib.compact_deltas(sym, workers=args.workers).version
+                    row["new_version"] = lib.compact_deltas(sym, workers=args.workers,
+                                                           executor="process" if args.processes else "thread").version
             else:
                 plan = lib.compact_data_explain_plan(sym, args.rows_per_segment)
                 row = _plan(plan)
@@ -153,14 +157,16 @@ def compact(args: argparse.Namespace) -> int:
             head = (f"{r['symbol']}: version {r['version']} has {r['deltas']} merges as deltas ({r['delta_rows']:,} "
                     f"rows{', compaction due' if r['due'] else ''}); ")
             if args.plan:
-                print(head + f"{len(r['groups'])} groups to fold, {r['untouched_row_groups']} of "
+                ngroups = len({g["group"] for g in r["groups"]})
+                print(head + f"{ngroups} groups ({len(r['groups'])} tasks) to fold, {r['untouched_row_groups']} of "
                       f"{r['row_groups']} row groups untouched")
                 for g in r["groups"]:
-                    print(f"  group {g['group']}: rows {g['start_row']:,}-{g['end_row']:,}, index "
-                          f"[{_ts(g['index_from'])}, {_ts(g['index_to'])}), {g['changes']:,} changes from "
-                          f"{g['delta_segments']} delta segments, {g['base_bytes']:,} base bytes")
+                    print(f"  group {g['group']}.{g['part']}: rows {g['start_row']:,}-{g['end_row']:,}, keys "
+                          f"{_key(g['key_from'], r['timeseries'])} to {_key(g['key_to'], r['timeseries'])}, "
+                          f"{g['base_segments']} base + {g['delta_segments']} delta segments, {g['rows']:,} rows, "
+                          f"{g['bytes']:,} bytes, {g['changes']:,} changes")
             else:
-                print(head + f"folded into version {r['new_version']} ({len(r['groups'])} groups)")
+                print(head + f"folded into version {r['new_version']} ({len({g['group'] for g in r['groups']})} groups)")
             continue
         if not r["will_do_work"]:
             print(f"{r['symbol']}: version {r['version']} is compact ({r['segments_before']} segments)")

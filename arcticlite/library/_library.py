@@ -2080,26 +2080,36 @@ class Library:
 
     @_mutates
     def compact_deltas(self, symbol: str, workers: int = 1, memory_budget: int | None = None,
-                       prune_previous_versions: bool | None = None) -> VersionedItem:
+                       prune_previous_versions: bool | None = None, executor: str = "thread") -> VersionedItem:
         """Fold the delta segments of ``symbol``'s latest version into its base segments, as one
         new version (copy-on-write: readers see the version with deltas or the folded one).
 
-        The groups of :meth:`compaction_plan` run as tasks, ``workers`` at a time (a thread
-        pool), each reading only its row groups and their deltas; untouched row groups are
-        reused. A write committed meanwhile makes it give up with ``CommitConflictError``,
-        keeping the writer's data (a metadata-only commit is rebased onto). With no deltas,
-        returns the latest version. ``compact_data`` does the same for a version with deltas.
+        The groups of :meth:`compaction_plan` (base row groups and delta segments whose key
+        ranges overlap) run as tasks, ``workers`` at a time (a thread pool), each reading only
+        its row groups and their deltas; untouched row groups are reused. Safe with concurrent
+        writers: a commit meanwhile that left the folded groups' inputs as they were (rows
+        appended after them, a merge on row groups left untouched, new metadata) is rebased
+        onto — the folded groups are reused and any new group is folded at commit; one that
+        touched a folded group makes it give up with ``CommitConflictError``, keeping the
+        writer's data and deleting what the tasks wrote. With no deltas, returns the latest
+        version. ``compact_data`` does the same for a version with deltas.
 
         Parameters
         ----------
         symbol : str
             The symbol to fold.
         workers : int
-            Tasks run at once (threads).
+            Groups folded at a time (default 1).
         memory_budget : int, optional
-            Stored bytes of base row groups one task may read (default 256 MiB).
+            Stored bytes of base row groups one task may read (default 256 MiB; see
+            :meth:`compaction_plan`).
         prune_previous_versions : bool, optional
             Delete earlier versions afterwards (default: the library's option).
+        executor : {"thread", "process"}
+            Where the groups run: a thread pool in this process (default), or a pool of
+            ``workers`` processes, each opening the library by its URI (LMDB or S3; a
+            ``mem://`` library is refused with ``UserInputException``). The commit is made
+            here either way.
 
         Returns
         -------
@@ -2111,9 +2121,10 @@ class Library:
         StorageException
             The symbol does not exist.
         UserInputException
-            ``workers`` is not a positive int.
+            ``workers`` not a positive int, an unknown ``executor``, or processes for a
+            ``mem://`` library.
         CommitConflictError
-            The symbol was rewritten meanwhile.
+            A writer touched a folded group meanwhile (nothing was lost; run it again).
 
         Examples
         --------
@@ -2131,10 +2142,17 @@ class Library:
         base = self._engine.live_from_head(sym, head)
         if base is None:
             raise StorageException(f"E_SYMBOL_NOT_FOUND: Cannot compact data of non-existent symbol {sym!r}")
-        plan = plan_fold(self._table, sym, base, budget_bytes=self._budget(memory_budget))
+        if executor not in ("thread", "process"):
+            raise UserInputException(f"executor must be 'thread' or 'process', got {executor!r}")
+        if executor == "process" and self._worker_uri().startswith("mem://"):
+            raise UserInputException(
+                "executor='process' runs each group in another process, which opens the library by its URI: a "
+                "mem:// library lives only in this process; use executor='thread' or an LMDB or S3 library")
+        uri = self._worker_uri() if executor == "process" else ""
+        plan = plan_fold(self._table, sym, base, uri=uri, library=self._name, budget_bytes=self._budget(memory_budget))
         if not plan.will_do_work:
             return self._item(sym, base, metadata=None)
-        results = run_tasks(plan.tasks, self._store, self._keys, workers)
+        results = run_tasks(plan.tasks, self._store, self._keys, workers, executor)
         fold = FoldDeltas(self._table, sym, base, plan, results)
         return self._item(sym, self._apply(sym, fold, prune_previous_versions), metadata=None)
 

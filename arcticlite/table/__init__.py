@@ -22,12 +22,12 @@ from arcticlite.table._deltas import DELTAS, Scope, delta_info, has_deltas
 from arcticlite.table._engine import TableEngine, TableOptions
 from arcticlite.table._fold import (
     FOLD_BUDGET_BYTES,
-    FoldDeltas,
     FoldPlan,
     FoldTask,
     plan_fold,
     run_tasks,
 )
+from arcticlite.table._fold_commit import FoldDeltas
 from arcticlite.table._gc import DEFAULT_GRACE_SECONDS, GcReport, cleanup
 from arcticlite.table._gc import gc as collect_garbage
 from arcticlite.table._merge import Merge, MergeSpec

@@ -1,22 +1,21 @@
 """Compaction of deltas: fold a version's delta segments into its base segments.
 
-:func:`plan_fold` finds the *groups*: every final change of the deltas (the last one of each
-row identity, :func:`~arcticlite.table._deltas.resolve`) belongs to one base row group — an
-update or delete to the group holding the row it names, an insert to the group whose index
-interval ``[its minimum, the next group's minimum)`` holds its index value (the first group's
-interval is open below, the last one's above; inserts of a row-numbered table follow the last
-row). Consecutive touched row groups form one group — the connected components of the key
-ranges the changes overlap — and a group whose stored bytes exceed the memory budget is split
-at row-group boundaries (each part owns the changes of its own rows and index interval, so
-the parts apply every change exactly once). Each group is one :class:`FoldTask`: picklable,
-run in a thread pool here or on a Spark executor, in memory bounded by its own rows. Untouched
-row groups are reused as they are; :class:`FoldDeltas` commits the result as one new version
-(copy-on-write: readers see the version with deltas or the folded one, never a mix).
+:func:`plan_fold` finds the *groups* as seed 004 plans them (:mod:`._groups`): base row
+groups and delta segments whose key ranges overlap are joined (union-find), and each
+component holding a delta segment is one group; the others are reused as they are. A group
+whose stored base bytes exceed the memory budget is split by key range at row-group
+boundaries (each part owns the changes of its own rows and index interval, so the parts apply
+every change exactly once). Each group (or part) is one :class:`FoldTask`: picklable, run in a
+thread or process pool here or on a Spark executor, in memory bounded by its own rows.
+:class:`FoldDeltas` commits the result as one new version (copy-on-write: readers see the
+version with deltas or the folded one, never a mix); a writer that committed first is rebased
+onto where it left the folded groups' inputs as they were (:mod:`._fold_commit`).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,17 +23,27 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite import normalize as norm
-from arcticlite.exceptions import CommitConflictError
+from arcticlite.exceptions import UserInputException
 from arcticlite.index import EMPTY_ROOT, ROW_DTYPE, IndexRoot
 from arcticlite.storage import KVStore
 from arcticlite.table._deltas import (
     DELTAS,
+    KEY,
+    POS_MASK,
+    SHIFT,
     Scope,
     delta_info,
     owners,
     read_applied,
     read_delta_rows,
     split_flagged,
+)
+from arcticlite.table._groups import (
+    HIGHEST,
+    LOWEST,
+    base_ranges_by_time,
+    components,
+    split_by_budget,
 )
 from arcticlite.table._ops import SLICES, Operation, TableEngine, concat_pieces
 from arcticlite.table._pools import shared
@@ -63,6 +72,9 @@ class FoldTask:
     meta: str
     layout: Layout
     delta_changes: int = 0
+    group: int = 0  # the component of overlapping key ranges
+    part: int = 0  # its part, when split by the memory budget
+    key_range: tuple[int | None, int | None] = (None, None)
 
     @property
     def rows(self) -> tuple[int, int]:
@@ -107,6 +119,10 @@ class FoldPlan:
         ``compaction_delta_share`` of the base rows in deltas).
     base_leaves : numpy.ndarray
         The base segments' index rows (not shown in its ``repr``).
+    timeseries : bool
+        Whether key ranges are index values (else row identities).
+    budget_bytes : int
+        The memory budget the groups were split by.
 
     Examples
     --------
@@ -132,6 +148,8 @@ class FoldPlan:
     row_groups: int
     due: bool
     base_leaves: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, dtype=ROW_DTYPE))
+    timeseries: bool = False  # keys are index values (else row identities)
+    budget_bytes: int = FOLD_BUDGET_BYTES
 
     @property
     def will_do_work(self) -> bool:
@@ -153,13 +171,17 @@ class FoldPlan:
         return self.layers > 0
 
     def groups(self) -> list[dict[str, Any]]:
-        """One row per group (task): base rows, index interval owned, changes, stored bytes.
+        """One row per task: its group (a component of overlapping key ranges) and part,
+        base rows, index interval owned, segments, rows and stored bytes read (base + delta),
+        changes, and key range.
 
         Returns
         -------
         list of dict
-            ``group``, ``start_row``, ``end_row``, ``index_from``, ``index_to``,
-            ``base_segments``, ``delta_segments``, ``changes``, ``base_bytes``;
+            ``group``, ``part``, ``start_row``, ``end_row``, ``index_from``, ``index_to``,
+            ``base_segments``, ``delta_segments``, ``segments``, ``rows``, ``changes``,
+            ``base_bytes``, ``bytes``, ``key_from``, ``key_to`` (index values in ns for a
+            timeseries, else row identities; None: open);
             ``pandas.DataFrame(plan.groups())`` makes a table of them.
 
         Examples
@@ -169,28 +191,57 @@ class FoldPlan:
         >>> _ = lib.write("S", pd.DataFrame({"px": [1.0, 2.0, 3.0]}, index=pd.date_range("2024-01-01", periods=3)))
         >>> _ = lib.merge("S", pd.DataFrame({"px": [20.0]}, index=[pd.Timestamp("2024-01-02")]))
         >>> plan = lib.compaction_plan("S")
-        >>> [(g["start_row"], g["end_row"], g["changes"]) for g in plan.groups()]
-        [(0, 3, 1)]
+        >>> [(g["group"], g["start_row"], g["end_row"], g["segments"], g["changes"]) for g in plan.groups()]
+        [(0, 0, 3, 2, 1)]
         """
         out = []
-        for i, t in enumerate(self.tasks):
-            out.append({"group": i, "start_row": t.scope.row_lo, "end_row": t.scope.row_hi,
+        for t in self.tasks:
+            bb = int(t.base_leaves["nbytes"].sum()) if len(t.base_leaves) else 0
+            db = int(t.delta_leaves["nbytes"].sum()) if len(t.delta_leaves) else 0
+            drows = int((t.delta_leaves["end_row"] - t.delta_leaves["start_row"]).sum()) if len(t.delta_leaves) else 0
+            out.append({"group": t.group, "part": t.part, "start_row": t.scope.row_lo, "end_row": t.scope.row_hi,
                         "index_from": t.scope.ins_lo, "index_to": t.scope.ins_hi,
                         "base_segments": len(t.base_leaves), "delta_segments": len(t.delta_leaves),
-                        "changes": t.delta_changes,
-                        "base_bytes": int(t.base_leaves["nbytes"].sum()) if len(t.base_leaves) else 0})
+                        "segments": len(t.base_leaves) + len(t.delta_leaves),
+                        "rows": t.scope.row_hi - t.scope.row_lo + drows, "changes": t.delta_changes,
+                        "base_bytes": bb, "bytes": bb + db, "key_from": t.key_range[0], "key_to": t.key_range[1]})
         return out
 
 
 def _group_bounds(base_lv: np.ndarray) -> tuple[np.ndarray, ...]:
     starts, first = np.unique(base_lv["start_row"], return_index=True)
-    return (starts.astype(np.int64), base_lv["end_row"][first].astype(np.int64),
-            base_lv["min_index"][first].astype(np.int64), base_lv["nbytes"].astype(np.int64))
+    ends = base_lv["end_row"][first].astype(np.int64)
+    gmax = np.maximum.reduceat(base_lv["max_index"][np.argsort(base_lv["start_row"], kind="stable")], first) \
+        if len(first) else np.zeros(0, np.int64)
+    return starts.astype(np.int64), ends, base_lv["min_index"][first].astype(np.int64), gmax.astype(np.int64)
+
+
+def _delta_vertices(delta_lv: np.ndarray, d: pa.Table, base_rows: int, *,
+                    is_dt: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Delta segments (row groups of delta leaves, by first row) and their key ranges: the
+    index range for a timeseries, else the base rows their changes name (the tail,
+    ``base_rows``, for inserted rows). ``d``: their rows in row order (hidden columns)."""
+    dstart, first = np.unique(delta_lv["start_row"], return_index=True)
+    if is_dt:
+        order = np.argsort(delta_lv["start_row"], kind="stable")
+        lo = np.minimum.reduceat(delta_lv["min_index"][order], first).astype(np.int64)
+        hi = np.maximum.reduceat(delta_lv["max_index"][order], first).astype(np.int64)
+        return dstart.astype(np.int64), lo, hi
+    keys = np.asarray(d.column(KEY).to_numpy(), dtype=np.int64)
+    pos = np.where((keys >> SHIFT) == 0, keys & POS_MASK, base_rows)
+    seg = np.searchsorted(dstart, dstart[0] + np.arange(len(keys)), "right") - 1 if len(dstart) else pos[:0]
+    lo = np.full(len(dstart), HIGHEST, dtype=np.int64)
+    hi = np.full(len(dstart), LOWEST, dtype=np.int64)
+    np.minimum.at(lo, seg, pos)
+    np.maximum.at(hi, seg, pos)
+    return dstart.astype(np.int64), lo, hi
 
 
 def plan_fold(engine: TableEngine, sym: str, rec: VersionRecord, *, uri: str = "", library: str = "",
               budget_bytes: int = FOLD_BUDGET_BYTES) -> FoldPlan:
-    """The groups and tasks of folding ``rec``'s deltas (none when it has none)."""
+    """The groups and tasks of folding ``rec``'s deltas (none when it has none): base row
+    groups and delta segments whose key ranges overlap form one group (:mod:`._groups`), one
+    task each, split by key range where the group's base bytes exceed ``budget_bytes``."""
     info = delta_info(rec) or {"layers": 0, "delta_rows": 0, "delta_segments": 0,
                                "base_rows": rec.index.rows if rec.index else 0}
     rows = rec.index.rows if rec.index else 0
@@ -202,10 +253,11 @@ def plan_fold(engine: TableEngine, sym: str, rec: VersionRecord, *, uri: str = "
     base_lv, delta_lv = split_flagged(leaves)
     plan: dict[str, Any] = dict(symbol=sym, version=rec.vid, base_seq=rec.seq, layers=int(info["layers"]),
                 delta_rows=int(info["delta_rows"]), delta_segments=int(info.get("delta_segments", len(delta_lv))),
-                base_rows=base_rows, rows=rows, due=due, base_leaves=base_lv)
-    gstart, gend, gmin, _ = _group_bounds(base_lv) if len(base_lv) else (np.zeros(0, np.int64),) * 4
+                base_rows=base_rows, rows=rows, due=due, base_leaves=base_lv,
+                timeseries=meta_of(rec).index_kind == "datetime" if rec.norm else False, budget_bytes=budget_bytes)
+    gstart, gend, gmin, gmax = _group_bounds(base_lv) if len(base_lv) else (np.zeros(0, np.int64),) * 4
     ngroups = len(gstart)
-    if not info["layers"]:
+    if not info["layers"] or not len(delta_lv):
         return FoldPlan(**plan, tasks=[], untouched_row_groups=ngroups, row_groups=ngroups)
     meta, schema = meta_of(rec), schema_of(rec)
     n_index = len(meta.index_columns)
@@ -213,49 +265,92 @@ def plan_fold(engine: TableEngine, sym: str, rec: VersionRecord, *, uri: str = "
     # which base row group each final change belongs to (one int64 column and the index read)
     d = read_delta_rows(engine.store, engine.keys, sym, delta_lv, schema, n_index, [], pools=engine.pools)
     owner, _, _, ins = owners(d, gstart, gmin, is_dt=is_dt)
-    tail = int((ins & (owner < 0)).sum())
+    tail_changes = int((ins & (owner < 0)).sum())
     counts = np.bincount(owner[owner >= 0], minlength=ngroups) if ngroups else np.zeros(0, np.int64)
-    touched = counts > 0
     nbytes = np.zeros(ngroups, dtype=np.int64)
     if ngroups:
         np.add.at(nbytes, np.searchsorted(gstart, base_lv["start_row"], "right") - 1, base_lv["nbytes"].astype(np.int64))
-    # groups: runs of consecutive touched row groups, split where a run exceeds the budget
-    runs: list[tuple[int, int]] = []
-    g = 0
-    while g < ngroups:
-        if not touched[g]:
-            g += 1
-            continue
-        g0, acc = g, 0
-        while g < ngroups and touched[g] and (g == g0 or acc + nbytes[g] <= budget_bytes):
-            acc += int(nbytes[g])
-            g += 1
-        runs.append((g0, g))
+    # vertices: base row groups, (row-numbered) the tail, delta segments; joined where key ranges overlap
+    if is_dt:
+        blo, bhi = base_ranges_by_time(gmin, gmax)
+    else:
+        blo, bhi = gstart.copy(), gend - 1
+        blo, bhi = np.append(blo, base_rows), np.append(bhi, HIGHEST)  # the tail
+    nbase = len(blo)
+    dstart, dlo, dhi = _delta_vertices(delta_lv, d, base_rows, is_dt=is_dt)
+    label = components(np.concatenate([blo, dlo]), np.concatenate([bhi, dhi]))
     layout = engine.layout(meta)
-    tasks = []
-    for g0, g1 in runs:
-        lo = None if g0 == 0 or not is_dt else int(gmin[g0])
-        hi = None if g1 == ngroups or not is_dt else int(gmin[g1])
-        scope = Scope(int(gstart[g0]), int(gend[g1 - 1]), lo, hi, inserts=is_dt)
-        lv = base_lv[(base_lv["start_row"] >= scope.row_lo) & (base_lv["start_row"] < scope.row_hi)]
-        dl = delta_lv
-        if is_dt and len(dl):  # the deltas of the group's index span
-            span_lo = int(lv["min_index"].min()) if lo is None else min(lo, int(lv["min_index"].min()))
-            keep = dl["max_index"] >= span_lo if lo is not None else np.ones(len(dl), dtype=bool)
-            if hi is not None:
-                keep &= dl["min_index"] <= max(hi, int(lv["max_index"].max()))
-            dl = dl[keep]
-        tasks.append(FoldTask(uri, library, sym, scope, lv, dl, schema, rec.norm or "", layout,
-                              int(counts[g0:g1].sum())))
-    if tail:
-        end = int(gend[-1]) if ngroups else 0
-        tasks.append(FoldTask(uri, library, sym, Scope(end, end, inserts=True), base_lv[:0], delta_lv, schema,
-                              rec.norm or "", layout, tail))
+    tasks: list[FoldTask] = []
+    touched = np.zeros(ngroups, dtype=bool)
+    for comp_no, comp in enumerate(np.unique(label[nbase:])):
+        members = np.flatnonzero(label[:nbase] == comp)
+        groups = members[members < ngroups]
+        with_tail = not is_dt and ngroups in members
+        dsel = np.isin(delta_lv["start_row"], dstart[label[nbase:] == comp])
+        comp_deltas = delta_lv[dsel]
+        touched[groups] = True
+        runs = split_by_budget(groups, nbytes, budget_bytes) or [(ngroups, ngroups)]
+        for part, (g0, g1) in enumerate(runs):
+            last_run = part == len(runs) - 1
+            if g0 == g1:  # the tail alone: rows inserted after the last base row
+                end = int(gend[-1]) if ngroups else 0
+                scope = Scope(end, end, inserts=True)
+                key_lo, key_hi = base_rows, HIGHEST
+            else:
+                lo = None if g0 == 0 or not is_dt else int(gmin[g0])
+                hi = None if g1 == ngroups or not is_dt else int(gmin[g1])
+                scope = Scope(int(gstart[g0]), int(gend[g1 - 1]), lo, hi, inserts=is_dt or (with_tail and last_run))
+                key_lo, key_hi = int(blo[g0]), int(bhi[g1 - 1])
+                if with_tail and last_run:
+                    key_hi = HIGHEST
+            dl = comp_deltas
+            if len(runs) > 1:  # the deltas of this part's key range
+                own = np.isin(dstart, np.unique(comp_deltas["start_row"]))
+                near = own & (dhi >= key_lo) & (dlo <= key_hi)
+                dl = comp_deltas[np.isin(comp_deltas["start_row"], dstart[near])]
+            lv = base_lv[(base_lv["start_row"] >= scope.row_lo) & (base_lv["start_row"] < scope.row_hi)]
+            changes = int(counts[g0:g1].sum()) + (tail_changes if (g0 == g1 or (with_tail and last_run)) else 0)
+            tasks.append(FoldTask(uri, library, sym, scope, lv, dl, schema, rec.norm or "", layout, changes,
+                                  group=comp_no, part=part, key_range=_shown_range(lv, dl, key_lo, key_hi, is_dt)))
+    tasks.sort(key=lambda t: (t.scope.row_lo, t.scope.row_hi))
     return FoldPlan(**plan, tasks=tasks, untouched_row_groups=int(ngroups - touched.sum()), row_groups=ngroups)
 
 
-def run_tasks(tasks: list[FoldTask], store: KVStore, keys: LibraryKeys, workers: int = 1) -> list[np.ndarray]:
-    """Run ``tasks`` here, ``workers`` at a time (a thread pool); results in task order."""
+def _shown_range(lv: np.ndarray, dl: np.ndarray, key_lo: int, key_hi: int,
+                 is_dt: bool) -> tuple[int | None, int | None]:
+    """The key range a task covers, as shown: the smallest and largest index value of its
+    segments (timeseries), else its first and last row identity (None: open, the tail)."""
+    if is_dt:
+        lo = [int(x["min_index"].min()) for x in (lv, dl) if len(x)]
+        hi = [int(x["max_index"].max()) for x in (lv, dl) if len(x)]
+        return (min(lo), max(hi)) if lo else (None, None)
+    return key_lo, None if key_hi == HIGHEST else key_hi
+
+
+EXECUTORS = ("thread", "process")
+
+
+def _execute(task: FoldTask) -> np.ndarray:
+    return task.execute()  # in a worker process: the store opened from the task's URI
+
+
+def run_tasks(tasks: list[FoldTask], store: KVStore, keys: LibraryKeys, workers: int = 1,
+              executor: str = "thread") -> list[np.ndarray]:
+    """Run ``tasks``, ``workers`` at a time; results in task order. ``executor="thread"``: a
+    thread pool here, on ``store``; ``"process"``: a pool of ``workers`` processes (started
+    clean by forkserver where the platform has it, else spawn), each opening the store from
+    the tasks' URI (an LMDB or S3 library; the tasks must have been planned with it)."""
+    if executor not in EXECUTORS:
+        raise UserInputException(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if executor == "process" and tasks:
+        if any(not t.uri or t.uri.startswith("mem://") for t in tasks):
+            raise UserInputException(
+                "executor='process' runs each group in another process, which opens the library by its URI: a "
+                "mem:// library lives only in this process; use executor='thread' or an LMDB or S3 library")
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        with ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=ctx) as procs:
+            return list(procs.map(_execute, tasks))
     if workers <= 1 or len(tasks) <= 1:
         return [t.execute(store, keys) for t in tasks]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arcticlite-fold") as pool:
@@ -305,35 +400,3 @@ def fold_now(engine: TableEngine, sym: str, rec: VersionRecord, op: Operation) -
     engine.store.write_many(nodes)
     op.written += list(nodes)
     return folded_record(engine, sym, rec, leaves, root)
-
-
-class FoldDeltas(Operation):
-    """Commit a fold (:func:`plan_fold` and its tasks' results) as the next version. The symbol
-    must still be at the version folded (its data unchanged: a metadata-only commit is
-    rebased onto); a concurrent data commit makes the fold give up (``CommitConflictError``)
-    and keeps the writer's data — run the compaction again."""
-
-    def __init__(self, engine: TableEngine, sym: str, base: VersionRecord, plan: FoldPlan,
-                 results: list[np.ndarray]) -> None:
-        super().__init__(engine, sym)
-        self.base, self.plan = base, plan
-        for r in results:
-            self._wrote(r)
-        self.leaves = folded_leaves(plan, results, meta_of(base).index_kind == "datetime")
-
-    def reads_deltas(self, base: VersionRecord) -> bool:
-        return True
-
-    def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
-        sym = self.sym
-        if base is None:
-            raise CommitConflictError(f"symbol {sym!r} was deleted while its deltas were compacted")
-        same = base.seq == self.base.seq or (
-            base.index == self.base.index and base.schema == self.base.schema and base.norm == self.base.norm)
-        if not same:
-            raise CommitConflictError(
-                f"symbol {sym!r} was written while its deltas were compacted (version {base.vid}); nothing was "
-                "lost: run the compaction again")
-        root = self.engine.index(sym, self.sink).build(self.leaves)
-        rec = folded_record(self.engine, sym, base, self.leaves, root)
-        return rec.with_(kind="compact", dead=head.dead if head else (), latest_live=seq)

@@ -40,6 +40,7 @@ from arcticlite.index import (
     shifted,
 )
 from arcticlite.storage import KVStore
+from arcticlite.table._deltas import DELTAS, delta_info, split_flagged
 from arcticlite.table._pools import Pools
 from arcticlite.table._read import meta_of, schema_bytes, schema_of
 from arcticlite.table._segments import (
@@ -220,6 +221,31 @@ class Append(Operation):
         self._segs.update(self._fresh)
         return self._fresh_rows[0]
 
+    def reads_deltas(self, base: VersionRecord) -> bool:
+        """A timeseries append strictly after every row (inserted ones too) with the stored
+        schema keeps the base's deltas pending: its rows are base rows after the last one,
+        owning no change. Otherwise the deltas are folded first."""
+        if not (self.is_dt and self.first is not None and base.last_index is not None
+                and self.first > base.last_index and not base.pickled
+                and _same_columns(norm.value_schema(self.table.schema), schema_of(base))):
+            return False
+        # after every stored row too (a deleted last row keeps its segment): base rows stay sorted
+        stored = self.engine.index(self.sym).leaves(base.index or EMPTY_ROOT)
+        return not len(stored) or self.first > int(stored["max_index"].max())
+
+    def _after_deltas(self, base: VersionRecord, index: TableIndexIO) -> tuple[IndexRoot, dict[str, Any]]:
+        """The index of ``base`` (with deltas) and the new rows after its base rows, and the
+        delta bookkeeping: the delta leaves move down by the rows appended."""
+        info = delta_info(base) or {}
+        base_lv, delta_lv = split_flagged(index.leaves(base.index or EMPTY_ROOT))
+        nb, n = int(info["base_rows"]), self.table.num_rows
+        new = shifted(self._new_segments(), nb, row_numbers_index=False)
+        new["flags"] &= np.uint32(~FLAG_OPEN_TAIL & 0xFFFFFFFF)  # an open tail is the last row group only
+        root = index.build(np.concatenate([base_lv, new, shifted(delta_lv, n, row_numbers_index=False)]))
+        rows = (base.index.rows if base.index else 0) + n
+        info["base_rows"] = nb + n
+        return IndexRoot(root.digest, root.height, rows, root.segments), info
+
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         e, sym, table, meta = self.engine, self.sym, self.table, self.meta
         index = e.index(sym, self.sink)
@@ -244,7 +270,10 @@ class Append(Operation):
         tail = None
         broot = base.index
         merged: dict[str, bytes] = {}
-        if self.small and broot is not None and broot.digest is not None:
+        deltas = None
+        if delta_info(base) is not None:  # pending deltas kept (see reads_deltas)
+            root, deltas = self._after_deltas(base, index)
+        elif self.small and broot is not None and broot.digest is not None:
             # the rows join the symbol's open tail: one segment replaced, none added
             ncs = len(col_slices(len(table.column_names) - self.layout.n_index, self.layout))
             tail = write_tail(e.store, e.keys, sym, index.last_leaf_rows(broot, ncs), table, self.layout,
@@ -252,7 +281,7 @@ class Append(Operation):
         if tail is not None and broot is not None:
             self._segs.update(merged)
             root = index.append(broot, tail, replace_last=len(tail))
-        else:
+        elif deltas is None:
             root = index.append(broot or EMPTY_ROOT, shifted(self._new_segments(), brows, row_numbers_index=not self.is_dt))
         rec = data_record(
             "append", head, seq, index=root, meta=merged_meta(bmeta, meta, schema), schema=schema,
@@ -266,7 +295,13 @@ class Append(Operation):
             cuts += (brows,)  # these rows joined the open tail: their own row slice all the same
         if cuts:
             rec.extra[SLICES] = list(cuts)
+        if deltas is not None:
+            rec.extra[DELTAS] = deltas
         return rec
+
+
+def _same_columns(a: pa.Schema, b: pa.Schema) -> bool:
+    return a.names == b.names and a.types == b.types
 
 
 class Write(Operation):

@@ -123,7 +123,8 @@ def test_row_numbered_deltas_fold(ac: Arctic) -> None:
         for lib in (mor, cow):
             lib.merge("r", src, on=["k"])
     plan = mor.compaction_plan("r")
-    assert plan.groups()[-1]["start_row"] == plan.groups()[-1]["end_row"] == 40  # the inserted rows
+    last = plan.groups()[-1]
+    assert last["end_row"] == 40 and last["key_to"] is None  # the group holding the rows inserted at the end
     mor.compact_deltas("r", workers=2)
     pd.testing.assert_frame_equal(mor.read("r").data, cow.read("r").data)
 
@@ -216,3 +217,25 @@ def test_a_killed_compaction_leaves_the_symbol_readable_and_gc_clean(tmp_path: o
     assert data_keys(lib) == keys_before
     lib.compact_deltas("x")
     pd.testing.assert_frame_equal(lib.read("x").data, cow.read("x").data)
+
+
+@pytest.mark.lmdb
+def test_groups_fold_in_worker_processes(tmp_path: object) -> None:
+    uri = f"lmdb://{os.path.join(str(tmp_path), 'db')}"
+    mor, cow = merged_pair(Arctic(uri))
+    before = mor.read("x")
+    assert len(mor.compaction_plan("x", memory_budget=1).tasks) > 2
+    item = mor.compact_deltas("x", workers=2, memory_budget=1, executor="process")
+    assert item.version == before.version + 1 and not mor.inspect_index("x")["delta"].any()
+    pd.testing.assert_frame_equal(mor.read("x").data, cow.read("x").data)
+    assert mor.gc(grace_period=0).deleted == 0  # every segment the processes wrote is referenced
+
+
+def test_worker_processes_need_a_library_they_can_open() -> None:
+    mor, _ = merged_pair(Arctic("mem://"), merges=2)
+    keys = data_keys(mor)
+    with pytest.raises(UserInputException, match="mem:// library lives only in this process"):
+        mor.compact_deltas("x", workers=2, executor="process")
+    with pytest.raises(UserInputException, match="executor"):
+        mor.compact_deltas("x", executor="fork")
+    assert data_keys(mor) == keys and mor.compaction_plan("x").layers == 3
