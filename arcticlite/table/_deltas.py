@@ -168,10 +168,13 @@ def _index_ns(table: pa.Table) -> np.ndarray:
     return np.asarray(col.cast(pa.int64()).combine_chunks().to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def apply_deltas(base: pa.Table, p0: int, deltas: pa.Table, *, is_dt: bool, scope: Scope | None = None) -> pa.Table:
-    """The logical rows of base rows ``[p0, p0 + len(base))`` with ``deltas`` (rows with the
-    base's columns and :data:`HIDDEN`, in commit order) applied. Changes of other base rows
-    are ignored; inserts are those of ``scope`` (all when None). Result: the base's columns."""
+def apply_deltas(base: pa.Table, p0: int | np.ndarray, deltas: pa.Table, *, is_dt: bool,
+                 scope: Scope | None = None) -> pa.Table:
+    """The logical rows of base rows ``[p0, p0 + len(base))`` (or, ``p0`` an array, of the
+    ascending base rows it lists: row groups with gaps, those statistics pruned) with
+    ``deltas`` (rows with the base's columns and :data:`HIDDEN`, in commit order) applied.
+    Changes of other base rows are ignored; inserts are those of ``scope`` (all when None).
+    Result: the base's columns."""
     nb = base.num_rows
     if deltas.num_rows == 0:
         return base
@@ -180,8 +183,13 @@ def apply_deltas(base: pa.Table, p0: int, deltas: pa.Table, *, is_dt: bool, scop
     uniq, rows, ops = resolve(dkeys, dops)
     layer = uniq >> SHIFT
     pos = uniq & POS_MASK
-    on_base = (layer == 0) & (pos >= p0) & (pos < p0 + nb)
-    local = pos[on_base] - p0
+    if isinstance(p0, np.ndarray):  # the base rows listed
+        at = np.minimum(np.searchsorted(p0, pos), max(nb - 1, 0))
+        on_base = (layer == 0) & (nb > 0) & (p0[at] == pos) if nb else np.zeros(len(pos), dtype=bool)
+        local = at[on_base]
+    else:
+        on_base = (layer == 0) & (pos >= p0) & (pos < p0 + nb)
+        local = pos[on_base] - p0
     bops, brows = ops[on_base], rows[on_base]
     keep = np.ones(nb, dtype=bool)
     keep[local[bops == DELETE]] = False
@@ -238,13 +246,51 @@ def read_applied(store: KVStore, keys: LibraryKeys, sym: str, base_leaves: np.nd
                  scope: Scope | None = None, pools: Pools | None = None, stats: Any = None) -> pa.Table:
     """The logical rows of the base row groups ``base_leaves`` (consecutive) and, per
     ``scope``, the inserted rows, for the columns ``wanted``: base and deltas read, applied."""
+    rows: int | np.ndarray
     if len(base_leaves):
         r0, r1 = int(base_leaves["start_row"].min()), int(base_leaves["end_row"].max())
+        gstart, first = np.unique(base_leaves["start_row"], return_index=True)
+        gend = base_leaves["end_row"][first]
+        rows = r0
+        if int((gend - gstart).sum()) != r1 - r0:  # row groups with gaps (pruned by statistics)
+            rows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in zip(gstart.tolist(), gend.tolist(),
+                                                                                 strict=True)])
     else:
-        r0 = r1 = scope.row_lo if scope is not None else 0
-    base = read_segments(store, keys, sym, base_leaves, schema, n_index, wanted, (r0, r1), positions=positions,
-                         pools=pools, stats=stats)
-    if not base.num_columns and r1 > r0:  # an index-only read of a row-numbered table: just the row count
-        base = pa.table({"rows": pa.nulls(r1 - r0)}).select([])
+        r0 = r1 = rows = scope.row_lo if scope is not None else 0
+    gapped = isinstance(rows, np.ndarray)
+    base = read_segments(store, keys, sym, base_leaves, schema, n_index, wanted, None if gapped else (r0, r1),
+                         positions=positions, pools=pools, stats=stats)
+    count = len(rows) if isinstance(rows, np.ndarray) else r1 - r0
+    if not base.num_columns and count:  # an index-only read of a row-numbered table: just the row count
+        base = pa.table({"rows": pa.nulls(count)}).select([])
     deltas = read_delta_rows(store, keys, sym, delta_leaves, schema, n_index, wanted, positions, pools=pools)
-    return apply_deltas(base, r0, deltas, is_dt=is_dt, scope=scope)
+    return apply_deltas(base, rows, deltas, is_dt=is_dt, scope=scope)
+
+
+def edge_index(store: KVStore, keys: LibraryKeys, sym: str, base_lv: np.ndarray, delta_lv: np.ndarray,
+               schema: pa.Schema, n_index: int, *, last: bool, pools: Pools | None = None) -> int | None:
+    """The index value (int64 ns) of the first (``last``: the last) row a timeseries with
+    deltas reads as, None when it has none: its base row groups are read from that end, index
+    column only, each with the deltas of its index interval applied, until one gives a row."""
+    gstart, first = np.unique(base_lv["start_row"], return_index=True)
+    gend, gmin = base_lv["end_row"][first], base_lv["min_index"][first]
+    ng = len(gstart)
+    if not ng:
+        t = read_applied(store, keys, sym, base_lv, delta_lv, schema, n_index, [], is_dt=True, pools=pools)
+        idx = _index_ns(t)
+        return (int(idx[-1]) if last else int(idx[0])) if len(idx) else None
+    for g in (range(ng - 1, -1, -1) if last else range(ng)):
+        lv = base_lv[base_lv["start_row"] == gstart[g]]
+        lo = None if g == 0 else int(gmin[g])
+        hi = None if g == ng - 1 else int(gmin[g + 1])
+        dl = delta_lv
+        if len(dl):  # the deltas of the group's rows and index interval
+            top = int(lv["max_index"].max()) if hi is None else max(hi, int(lv["max_index"].max()))
+            dl = dl[(dl["max_index"] >= (int(gmin[g]) if lo is not None else np.iinfo(np.int64).min))
+                    & (dl["min_index"] <= (top if hi is not None else np.iinfo(np.int64).max))]
+        t = read_applied(store, keys, sym, lv, dl, schema, n_index, [], is_dt=True,
+                         scope=Scope(int(gstart[g]), int(gend[g]), lo, hi), pools=pools)
+        idx = _index_ns(t)
+        if len(idx):
+            return int(idx[-1]) if last else int(idx[0])
+    return None

@@ -43,6 +43,7 @@ from arcticlite.table._deltas import (
     SHIFT,
     delta_info,
     delta_schema,
+    edge_index,
     read_delta_rows,
     resolve,
     split_flagged,
@@ -433,12 +434,22 @@ class Merge(Operation):
         is_dt = bmeta.index_kind == "datetime"
         first = base.first_index if not is_dt or lo is None or base.first_index is None else min(base.first_index, lo)
         last = base.last_index if not is_dt or hi is None or base.last_index is None else max(base.last_index, hi)
+        if is_dt and deleted:  # a deleted row may have been the first or the last
+            first, last = self._edges(base, bmeta, new)
         rec = data_record("update", head, seq, index=IndexRoot(root.digest, root.height, rows, root.segments),
                           meta=bmeta, schema=bschema, first=first if is_dt else None, last=last if is_dt else None,
                           sorted_=base.sorted, metadata=metadata)
         rec.extra.update(base.extra)
         rec.extra[DELTAS] = info
         return rec
+
+    def _edges(self, base: VersionRecord, bmeta: norm.NormMeta, new: np.ndarray) -> tuple[int | None, int | None]:
+        """First and last index values of ``base`` with the deltas ``new`` added."""
+        e = self.engine
+        base_lv, delta_lv = split_flagged(e.index(self.sym).leaves(base.index or EMPTY_ROOT))
+        delta_lv = np.concatenate([delta_lv, new]) if len(delta_lv) else new
+        args = (e.store, e.keys, self.sym, base_lv, delta_lv, schema_of(base), len(bmeta.index_columns))
+        return edge_index(*args, last=False, pools=e.pools), edge_index(*args, last=True, pools=e.pools)
 
     def _delta_leaves(self, base: VersionRecord, bmeta: norm.NormMeta, bschema: pa.Schema,
                       keys: list[str]) -> tuple[np.ndarray, int, int, int | None, int | None]:

@@ -36,6 +36,7 @@ from arcticlite.table import _direct as direct
 from arcticlite.table._deltas import (
     Scope,
     has_deltas,
+    owners,
     read_applied,
     read_delta_rows,
     row_counts,
@@ -237,19 +238,24 @@ def plan_read(
         rr, ir = query.row_range, query.index_range
     deltas = None
     scope, offset = None, 0
+    considered = -1  # segments after the index range (before statistics), when known early
     if has_deltas(rec):
         # rows of the result are not rows of the base: select by index range only (a merge
         # never moves a row to another index value), apply the deltas, then slice
         leaves, deltas = split_flagged(index.leaves(root, index_range=ir if rr is None else None))
-        prune_by_statistics = False
         if rr is not None:  # only the row groups that give the rows asked for
             leaves, scope, offset = _rows_of(store, keys, rec, leaves, deltas, schema, n_index, rr,
                                              is_dt=meta.index_kind == "datetime", pools=pools)
+        elif query is not None and query.value_filters and prune_by_statistics and len(leaves):
+            considered = len(leaves)
+            leaves = _prune_untouched(store, keys, rec, leaves, deltas, schema, n_index, query.value_filters,
+                                      is_dt=meta.index_kind == "datetime", pools=pools, stats=stats)
+        prune_by_statistics = False
     elif rr is not None and rr[0] >= rr[1]:
         leaves = np.zeros(0, dtype=ROW_DTYPE)
     else:
         leaves = index.leaves(root, row_range=rr, index_range=ir)
-    considered = len(leaves)
+    considered = considered if considered >= 0 else len(leaves)
     candidates = None
     if query is not None and query.value_filters and prune_by_statistics:
         leaves, candidates = prune(store, keys, sym, leaves, schema, n_index, query.value_filters,
@@ -277,6 +283,24 @@ def plan_read(
         total_rows=total, segments_considered=considered, candidates=candidates or None, deltas=deltas,
         scope=scope, delta_offset=offset, judged=candidates is not None,
     )
+
+
+def _prune_untouched(store: KVStore, keys: LibraryKeys, rec: VersionRecord, leaves: np.ndarray, deltas: np.ndarray,
+                     schema: pa.Schema, n_index: int, filters: Any, *, is_dt: bool, pools: Pools | None,
+                     stats: PruneStats | None) -> np.ndarray:
+    """``leaves`` (base row groups of a version with deltas) without the row groups that own
+    no change of the deltas and whose statistics prove no row passes ``filters``: their rows
+    are the base's as stored. A row group a change belongs to (an update or delete of one of
+    its rows, an insert in its index interval) is kept whole: a change may make a row pass."""
+    d = read_delta_rows(store, keys, rec.symbol, deltas, schema, n_index, [], pools=pools)
+    gstart, first = np.unique(leaves["start_row"], return_index=True)
+    owner = owners(d, gstart.astype(np.int64), leaves["min_index"][first].astype(np.int64), is_dt=is_dt)[0]
+    touched = np.isin(leaves["start_row"], gstart[np.unique(owner[owner >= 0])])
+    if touched.all():
+        return leaves
+    kept, _ = prune(store, keys, rec.symbol, leaves[~touched], schema, n_index, filters, pools=pools, stats=stats)
+    out = np.concatenate([leaves[touched], kept])
+    return out[np.lexsort((out["start_col"], out["start_row"]))]
 
 
 def _rows_of(store: KVStore, keys: LibraryKeys, rec: VersionRecord, leaves: np.ndarray, deltas: np.ndarray,

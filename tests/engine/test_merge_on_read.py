@@ -58,10 +58,12 @@ def check_reads(mor: Library, cow: Library, sym: str, *, timeseries: bool) -> No
     n = len(cow.read(sym).data)
     q = QueryBuilder()
     q = q[q["v"] > 0]
+    rare = QueryBuilder()  # statistics rule out most row groups: only those no delta touches are pruned
+    rare = rare[(rare["v"] > 1.2) | (rare["s"] == "b3")]
     calls: list[dict[str, object]] = [
         {}, {"output_format": "pyarrow"}, {"output_format": "polars"}, {"columns": ["v"]}, {"columns": []},
         {"row_range": (3, max(3, n - 4))}, {"row_range": (-5, None)}, {"query_builder": q},
-        {"columns": ["k"], "query_builder": q},
+        {"columns": ["k"], "query_builder": q}, {"query_builder": rare}, {"columns": ["s"], "query_builder": rare},
     ]
     if timeseries:
         lo = pd.Timestamp("2024-01-01") + pd.Timedelta(hours=7)
@@ -69,6 +71,8 @@ def check_reads(mor: Library, cow: Library, sym: str, *, timeseries: bool) -> No
                   {"date_range": (lo, None), "columns": ["s"], "output_format": "pyarrow"}]
         dq = QueryBuilder().date_range((lo, lo + pd.Timedelta(hours=30)))
         calls.append({"query_builder": dq})
+        rq = QueryBuilder().date_range((lo, lo + pd.Timedelta(hours=30)))
+        calls.append({"query_builder": rq[rq["v"] > 1.2]})
     for kw in calls:
         same(mor.read(sym, **kw).data, cow.read(sym, **kw).data)  # type: ignore[arg-type]
     for k in (1, 4, 50):
@@ -88,6 +92,11 @@ def check_reads(mor: Library, cow: Library, sym: str, *, timeseries: bool) -> No
         parts = [t.to_table(plan._store) for t in tasks]
         got = pa.concat_tables(parts) if parts else plan.schema.empty_table()
         assert got.equals(ref)
+    ref = cow.scan(sym, query_builder=rare).to_table()
+    for target in (1, 1 << 30):  # scan tasks over row groups that statistics pruned
+        plan = mor.scan(sym, query_builder=rare)
+        parts = [t.to_table(plan._store) for t in plan.tasks(target_bytes=target)]
+        assert (pa.concat_tables(parts) if parts else ref.schema.empty_table()).equals(ref)
     assert mor.get_description(sym).row_count == cow.get_description(sym).row_count
 
 
@@ -154,7 +163,7 @@ def test_a_merge_writes_deltas_and_rewrites_no_base_segment(ac: Arctic) -> None:
     pd.testing.assert_frame_equal(mor.read("s", row_range=(52, 57)).data, expect.iloc[52:57], check_freq=False)
 
 
-def test_append_and_update_after_merges_fold_the_deltas_first(ac: Arctic) -> None:
+def test_append_and_update_after_merges_read_as_copy_on_write(ac: Arctic) -> None:
     rng = np.random.default_rng(3)
     libs = pair(ac)
     mor, cow = libs
@@ -182,3 +191,50 @@ def test_errors_are_the_same_merged_on_read(ac: Arctic) -> None:
     both(libs, "merge", "x", df.iloc[[0]], on=["k"])
     both(libs, "merge", "x", dup, on=["k"])  # refused again, now against a version with deltas
     same(libs[0].read("x").data, libs[1].read("x").data)
+
+
+def test_statistics_prune_the_row_groups_no_delta_touches(ac: Arctic) -> None:
+    libs = pair(ac, rows_per_segment=10)
+    mor, cow = libs
+    df = pd.DataFrame({"v": np.arange(100.0)}, index=pd.date_range("2024-01-01", periods=100))
+    both(libs, "write", "s", df)
+    src = pd.DataFrame({"v": [1000.0, 2000.0]}, index=pd.DatetimeIndex(["2024-01-16", "2024-02-25 12:00"]))
+    both(libs, "merge", "s", src)  # updates row 15 (row group 1), inserts into row group 5's key range
+    both(libs, "delete_rows", "s", pd.DataFrame(index=pd.DatetimeIndex(["2024-03-01"])))  # row 60 (group 6)
+    q = QueryBuilder()
+    q = q[q["v"] > 500]
+    got = mor.read("s", query_builder=q).data
+    pd.testing.assert_frame_equal(got, cow.read("s", query_builder=q).data)
+    assert list(got["v"]) == [1000.0, 2000.0]
+    explain = q.explain(mor, "s")
+    assert explain.row_groups_pruned_minmax == 7  # every row group but the three the deltas touch
+    assert explain.segments_after_index_range == 10 and explain.segments_pruned_by_statistics == 7
+    assert explain.segments_fetched == 3  # the base segments of those three (the deltas are read beside)
+    late = QueryBuilder()
+    late = late[late["v"] > 95]  # passes rows of an untouched row group only
+    pd.testing.assert_frame_equal(mor.read("s", query_builder=late).data, cow.read("s", query_builder=late).data)
+    assert late.explain(mor, "s").row_groups_pruned_minmax == 6
+    dr = (pd.Timestamp("2024-01-10"), pd.Timestamp("2024-03-05"))
+    pd.testing.assert_frame_equal(mor.read("s", date_range=dr, query_builder=q).data,
+                                  cow.read("s", date_range=dr, query_builder=q).data)
+
+
+def test_description_leaves_out_deleted_first_and_last_rows(ac: Arctic) -> None:
+    libs = pair(ac, rows_per_segment=10)
+    mor, cow = libs
+    start = pd.Timestamp("2024-01-01")
+    both(libs, "write", "s", pd.DataFrame({"v": np.arange(30.0)}, index=pd.date_range(start, periods=30)))
+    ends = pd.DataFrame(index=pd.DatetimeIndex([start, start + pd.Timedelta(days=29)]))
+    both(libs, "delete_rows", "s", ends)
+    assert mor.get_description("s").date_range == (start + pd.Timedelta(days=1), start + pd.Timedelta(days=28))
+    assert mor.get_description("s").date_range == cow.get_description("s").date_range
+    # the whole first row group deleted: the first row read comes from the next one
+    both(libs, "delete_rows", "s", pd.DataFrame(index=pd.date_range(start, periods=12)))
+    assert mor.get_description("s").date_range == cow.get_description("s").date_range
+    assert mor.get_description("s").date_range[0] == start + pd.Timedelta(days=12)
+    # an append after the new last row (before the deleted one) is accepted as copy-on-write accepts it
+    both(libs, "append", "s", pd.DataFrame({"v": [-1.0]}, index=[start + pd.Timedelta(days=28, hours=12)]))
+    same(mor.read("s").data, cow.read("s").data)
+    both(libs, "delete_rows", "s", pd.DataFrame(index=cow.read("s").data.index))  # every row
+    assert all(pd.isna(t) for t in mor.get_description("s").date_range + cow.get_description("s").date_range)
+    assert mor.get_description("s").row_count == 0
