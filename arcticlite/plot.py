@@ -91,6 +91,7 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
     plt = _pyplot()
     from matplotlib import cm, colors
     from matplotlib.patches import Rectangle
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     newest = lib.read_metadata(symbol, as_of=as_of).version
     live = sorted(v.version for v in lib.list_versions(symbol) if v.version <= newest)
@@ -107,10 +108,13 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
     cmap = cm.get_cmap("viridis") if hasattr(cm, "get_cmap") else plt.get_cmap("viridis")
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.2 + 1.6 * len(shown)), squeeze=False, sharex=True,
                              layout="constrained")
+    # the panels share their x axis: it spans the longest version drawn, so that the rows a newer
+    # version appended are not cut off by the limits of an older one
+    widest = max((int(f["end_row"].max()) for f in frames.values() if len(f)), default=0)
     for ax, v in zip(axes[:, 0], shown, strict=True):
         f = frames[v]
         ncols = int(f["end_col"].max()) if len(f) else 1
-        least = 0.004 * (int(f["end_row"].max()) if len(f) else 0)  # a few rows stay visible
+        least = 0.004 * widest  # a few rows stay visible
         for row in f.itertuples(index=False):  # one box per segment (a few thousand at most)
             new = row.key not in older[v]
             color = cmap(norm(float(row.bytes) / max(int(row.seg_rows), 1)))
@@ -132,8 +136,11 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
         pending = f", {int(deltas['seg_rows'].sum()):,} delta rows pending" if len(deltas) else ""
         ax.set_title(f"{symbol} v{v}: {rows - int(deltas['seg_rows'].sum()):,} rows, {len(f)} segments "
                      f"({n_new} new){pending}, {int(f['bytes'].sum()):,} bytes{span}", fontsize=9, loc="left")
-        ax.set_xlim(0, max(rows, 1))
+        ax.set_xlim(0, max(widest, 1))
         ax.set_ylim(0, max(ncols, 1))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # whole columns and rows
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
         ax.set_ylabel("columns")
     axes[-1, 0].set_xlabel("rows (pale: shared with the previous version; hatched: open tail; red, crossed: "
                            "merge deltas pending; segments of a few rows drawn wider)")

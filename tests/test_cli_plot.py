@@ -55,6 +55,21 @@ def test_plot_layout_panels_name_versions_rows_and_new_segments(uri: str) -> Non
     assert "(2 new)" in titles[0]  # the append rewrote the open tail: one segment per column slice
 
 
+def test_plot_layout_shows_the_rows_a_newer_version_appended(uri: str) -> None:
+    pytest.importorskip("matplotlib")
+    from arcticlite.plot import plot_layout
+
+    lib = adb.Arctic(uri).get_library("p")
+    fig = plot_layout(lib, "S", versions=4)
+    panels = [ax for ax in fig.axes if ax.get_title(loc="left")]
+    # every panel spans the newest version's 260 rows, so its appended tail is not cut off by the
+    # older, shorter versions drawn below it
+    assert [ax.get_xlim() for ax in panels] == [(0.0, 260.0)] * 4
+    newest = panels[0]
+    assert max(p.get_x() + p.get_width() for p in newest.patches) == pytest.approx(260.0)
+    assert all(float(t).is_integer() for t in newest.get_yticks())  # whole column slices
+
+
 @pytest.mark.parametrize(("argv", "code", "needle"), [
     (["plot", "{uri}", "p", "P", "{tmp}/x.png"], 4, "pickled object"),
     (["plot", "{uri}", "p", "nope", "{tmp}/x.png"], 3, "no symbol 'nope'"),
