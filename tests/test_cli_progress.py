@@ -6,6 +6,7 @@ sub-commands answer bad files as every command does: one line, exit 5, no file l
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pathlib
@@ -100,6 +101,9 @@ def test_fermion_tools_convert_and_inspect(tmp_path: pathlib.Path, capsys: pytes
     out = capsys.readouterr().out
     assert "rows        10 in 1 stripe" in out and f"wrote {back}" in out
     assert pd.read_parquet(back).equals(pd.read_parquet(src))
+    assert main(["fermion", "inspect", str(fer), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["rows"] == 10 and [c["name"] for c in d["columns"]] == ["x", "s"]
 
 
 @pytest.mark.parametrize(("argv", "code", "needle"), [

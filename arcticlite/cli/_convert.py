@@ -63,12 +63,16 @@ def convert(args: argparse.Namespace) -> int:
 def fermion(args: argparse.Namespace) -> int:
     """``fermion from-parquet | to-parquet | inspect`` (``python -m arcticlite.format``)."""
     from arcticlite.format import from_parquet, to_parquet
-    from arcticlite.format.__main__ import inspect
+    from arcticlite.format.__main__ import inspect, summary
 
     if args.action == "inspect":
-        _existing(args.file)
+        if not os.path.isfile(args.file):
+            raise CliError(f"input file {args.file!r} does not exist", FILE_ERROR)
         try:
-            inspect(args.file, out=sys.stdout, pages=args.pages)
+            if args.json:
+                emit_json(summary(args.file, pages=args.pages))
+            else:
+                inspect(args.file, out=sys.stdout, pages=args.pages)
         except (OSError, ArcticException) as exc:
             raise CliError(f"cannot read {args.file!r} as a Fermion file: {exc}", FILE_ERROR) from None
         return 0
@@ -78,5 +82,8 @@ def fermion(args: argparse.Namespace) -> int:
     else:
         comp = None if args.compression.lower() == "none" else args.compression
         size = _atomic(args.src, args.dst, lambda tmp: to_parquet(args.src, tmp, compression=comp))
-    print(f"wrote {args.dst} ({size:,} bytes)")
+    if args.json:
+        emit_json({"input": args.src, "output": args.dst, "bytes": size})
+    else:
+        print(f"wrote {args.dst} ({size:,} bytes)")
     return 0

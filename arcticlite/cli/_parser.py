@@ -221,14 +221,17 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("dst", help="the Fermion file to write")
     a.add_argument("--page-size", type=int, default=None, metavar="BYTES", help="target page size")
     a.add_argument("--stripe-rows", type=int, default=None, metavar="N", help="rows per stripe")
+    a.add_argument("--json", action="store_true", help="print the file written as JSON")
     b2 = fs.add_parser("to-parquet", help="convert a Fermion file to Parquet", formatter_class=_RAW,
                        epilog="example:\n  arcticlite fermion to-parquet trades.fermion trades.parquet")
     b2.add_argument("src", help="the Fermion file")
     b2.add_argument("dst", help="the Parquet file to write")
     b2.add_argument("--compression", default="zstd", help="Parquet codec (zstd, snappy, none; default zstd)")
+    b2.add_argument("--json", action="store_true", help="print the file written as JSON")
     i = fs.add_parser("inspect", help="print schema, columns, pages, encodings and sizes", formatter_class=_RAW,
-                      epilog="example:\n  arcticlite fermion inspect trades.fermion")
+                      epilog="example:\n  arcticlite fermion inspect trades.fermion --json")
     i.add_argument("file", help="the Fermion file")
     i.add_argument("--pages", action="store_true", help="list every page")
+    i.add_argument("--json", action="store_true", help="print JSON (for scripts) instead of a table")
     f.set_defaults(fn=_convert.fermion)
     return p

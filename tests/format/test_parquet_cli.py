@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -10,7 +12,9 @@ import sys
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+import arcticlite
 from arcticlite.format import decode, encode, from_parquet, to_parquet
 from arcticlite.format.__main__ import inspect, main
 from tests.format.conftest import assert_same
@@ -68,6 +72,30 @@ def test_cli(tmp_path: pathlib.Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "arcticlite.format", "inspect", str(tmp_path / "x.fermion")],
                           capture_output=True, text=True, check=True)
     assert "ts" in proc.stdout and "timestamp[ns, tz=UTC]" in proc.stdout
+
+
+def test_cli_refuses_a_bad_or_missing_file_in_one_line_and_writes_nothing(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    (tmp_path / "bad.fermion").write_bytes(b"junk" * 10)
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(arcticlite.__file__).parent.parent)}
+    for argv in (["from-parquet", "bad.parquet", "out.fermion"], ["from-parquet", "nope.parquet", "out.fermion"],
+                 ["to-parquet", "bad.fermion", "out.parquet"], ["inspect", "nope.fermion"]):
+        proc = subprocess.run([sys.executable, "-m", "arcticlite.format", *argv], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, check=False)
+        assert proc.returncode == 1 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, argv
+        assert "Traceback" not in proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.fermion", "bad.parquet"], argv
+
+
+def test_cli_inspect_json(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pq.write_table(_table(), tmp_path / "in.parquet")
+    assert main(["from-parquet", str(tmp_path / "in.parquet"), str(tmp_path / "x.fermion")]) == 0
+    assert main(["inspect", str(tmp_path / "x.fermion"), "--json", "--pages"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["rows"] == 20_000 and [c["name"] for c in d["columns"]] == ["ts", "px", "venue", "tags", "s"]
+    px = d["columns"][1]
+    assert px["pages"] == len(px["page_list"]) >= 1 and px["stored_bytes"] < px["raw_bytes"]
+    assert sum(px["encodings"].values()) == px["pages"]
 
 
 def test_encode_accepts_record_batch() -> None:
