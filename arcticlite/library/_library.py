@@ -2109,7 +2109,10 @@ class Library:
             Where the groups run: a thread pool in this process (default), or a pool of
             ``workers`` processes, each opening the library by its URI (LMDB or S3; a
             ``mem://`` library is refused with ``UserInputException``). The commit is made
-            here either way.
+            here either way. Processes pay their start (each imports arcticlite and opens the
+            store: about a second or more), so they pay off for groups of many megabytes;
+            as with any process pool started by forkserver or spawn, a script must call this
+            under ``if __name__ == "__main__":``.
 
         Returns
         -------
