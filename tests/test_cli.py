@@ -37,13 +37,15 @@ def test_cli_lists_and_inspects(store_uri: str, capsys: pytest.CaptureFixture[st
     assert main(["read", store_uri, "prices", "AAPL", "--rows", "2"]) == 0
     assert "2024-01-02" in capsys.readouterr().out
     assert main(["gc", store_uri, "prices", "--dry-run"]) == 0
-    assert "deleted=0" in capsys.readouterr().out
+    assert "0 unreachable, 0 of them would be deleted (dry run: nothing deleted)" in capsys.readouterr().out
 
 
 def test_cli_error_is_one_clear_line(store_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["read", store_uri, "prices", "MISSING"]) == 3  # not found
     err = capsys.readouterr().err
-    assert err.startswith("arcticlite: NoSuchVersionException") and "MISSING" in err
+    assert err.startswith("arcticlite: no symbol 'MISSING' in library 'prices'")
+    assert main(["read", store_uri, "prices", "AAPL", "--as-of", "9"]) == 3
+    assert capsys.readouterr().err.startswith("arcticlite: NoSuchVersionException")
     assert main(["symbols", store_uri, "nolib"]) == 3
     assert "no library 'nolib'" in capsys.readouterr().err
 

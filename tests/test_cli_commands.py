@@ -203,6 +203,46 @@ def test_write_creates_store_and_library_then_append_update_delete(tmp_path: pat
     assert lib.list_symbols() == []
 
 
+def test_tables_read_as_a_user_expects(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    lib = _lib(uri)
+    lib.delete("MSFT", versions=[0])  # a tombstone commit: no rows, no segments
+    lib.write("MSFT", _frame("2024-03-01", 2))
+    out = _run(["versions", uri, LIB, "MSFT"], capsys)[1]
+    assert "nan" not in out.lower() and ".0 " not in out  # whole numbers, blanks where a tombstone has none
+    assert [line.split()[:3] for line in out.splitlines()[1:]] == [["1", "2", "write"], ["1", "tombstone", "False"],
+                                                                    ["0", "0", "write"]]
+    index = _run(["index", uri, LIB, "AAPL", "--as-of", "0"], capsys)[1]
+    assert "2024-01-01" in index and "2024-01-10" in index  # times, not nanoseconds
+    assert str(pd.Timestamp("2024-01-01").value) not in index
+    assert "2024-01-10" in _run(["inspect", uri, LIB, "AAPL", "--as-of", "0"], capsys)[1]
+    # --json keeps the stored numbers
+    assert json.loads(_run(["index", uri, LIB, "AAPL", "--json"], capsys)[1])[0]["min_index"] == \
+        pd.Timestamp("2024-01-01").value
+    gc = _run(["gc", uri, LIB, "--dry-run"], capsys)[1]
+    assert "keys scanned in library 'prices': 0 unreachable" in gc and "dry run" in gc
+    assert _run(["symbols", uri, LIB, "--regex", "^ZZ"], capsys)[1:] == ("", "")  # nothing, not a blank line
+
+
+@pytest.mark.parametrize("command", ["describe", "read", "inspect", "index", "segments"])
+def test_a_symbol_never_written_is_named_as_such(uri: str, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run([command, uri, LIB, "NOPE"], capsys)
+    assert code == 3 and err == "arcticlite: no symbol 'NOPE' in library 'prices'; 'arcticlite symbols URI prices' " \
+                                "lists them\n"
+
+
+def test_a_reader_that_stops_early_is_not_an_error(uri: str) -> None:
+    lib = _lib(uri)
+    lib.write("BIG", pd.DataFrame({"px": np.arange(50_000.0)}, index=pd.date_range("2024", periods=50_000, freq="s")))
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(adb.__file__).parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-m", "arcticlite", "read", uri, LIB, "BIG", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"[\n"  # as `arcticlite read ... | head -1` would
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr.read() == b""
+
+
 def test_snapshot_create_list_delete(uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["snapshot", "create", uri, LIB, "eod", "--version", "AAPL=0", "--json"], capsys)
     assert code == 0 and json.loads(out) == {"name": "eod", "symbols": {"AAPL": 0}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pandas as pd
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "import-arcticdb":
             return _import_arcticdb(args.source, args.target, args.library, args.all_versions)
         return int(args.fn(args))
+    except BrokenPipeError:  # the reader of a pipe stopped early (arcticlite read ... | head): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that flushing stdout at exit does not fail again
+        return 0
     except CliError as exc:
         error(str(exc))
         return exc.code

@@ -39,7 +39,7 @@ def libraries(args: argparse.Namespace) -> int:
     names = open_store(args.uri).list_libraries()
     if args.json:
         emit_json(names)
-    else:
+    elif names:
         print("\n".join(names))
     return 0
 
@@ -49,7 +49,7 @@ def symbols(args: argparse.Namespace) -> int:
     names = sorted(lib.list_symbols(snapshot_name=args.snapshot, regex=args.regex))
     if args.json:
         emit_json(names)
-    else:
+    elif names:
         print("\n".join(names))
     return 0
 
@@ -62,8 +62,44 @@ def versions(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(records(frame))
     else:
-        emit_table(frame)
+        emit_table(_whole_numbers(frame))
     return 0
+
+
+def _whole_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """Count columns that pandas made float because a row has none (a tombstone has no rows or
+    segments) shown as whole numbers, the missing ones blank."""
+    out = frame.copy()
+    for name in out.columns:
+        col = out[name]
+        if col.dtype.kind == "f" and col.isna().any() and (col.dropna() % 1 == 0).all():
+            out[name] = col.astype("Int64").astype(object).where(col.notna(), "")
+    return out
+
+
+def _readable_index(frame: pd.DataFrame, lib: adb.Library, symbol: str, version: Any) -> pd.DataFrame:
+    """The ``min_index`` / ``max_index`` of an index table as times when the symbol is indexed by
+    time (they are stored as nanoseconds)."""
+    if not len(frame) or "min_index" not in frame.columns:
+        return frame
+    d = lib.get_description(symbol, as_of=version)
+    if not d.index or "NANOSECONDS" not in str(d.index[0].dtype) and "DATETIME" not in str(d.index[0].dtype):
+        return frame
+    tz = getattr(d.date_range[0], "tz", None)
+    out = frame.copy()
+    for name in ("min_index", "max_index"):
+        out[name] = pd.to_datetime(out[name].astype("int64"), unit="ns", utc=tz is not None)
+        if tz is not None:
+            out[name] = out[name].dt.tz_convert(tz)
+    return out
+
+
+def _missing_symbol(lib: adb.Library, symbol: str, version: Any) -> None:
+    """A symbol that was never written (or is deleted) is 'no symbol', not 'no version
+    matching latest'; only checked for the latest version (a snapshot or an older version
+    may hold a deleted symbol)."""
+    if version is None:
+        require_symbol(lib, symbol)
 
 
 def _describe(lib: adb.Library, symbol: str, version: Any) -> dict[str, Any]:
@@ -87,6 +123,7 @@ def _describe(lib: adb.Library, symbol: str, version: Any) -> dict[str, Any]:
 
 def describe(args: argparse.Namespace) -> int:
     lib = open_library(args)
+    _missing_symbol(lib, args.symbol, as_of(args.as_of))
     d = _describe(lib, args.symbol, as_of(args.as_of))
     if args.json:
         emit_json(d)
@@ -122,6 +159,7 @@ def read(args: argparse.Namespace) -> int:
         print((q if q is not None else adb.QueryBuilder()).explain(lib, args.symbol, as_of=version, date_range=dr,
                                                                    columns=cols))
         return 0
+    _missing_symbol(lib, args.symbol, version)
     if lib.get_description(args.symbol, as_of=version).row_count is None:  # pickled: no table to slice
         if dr is not None or cols is not None or q is not None or args.to:
             raise CliError(f"symbol {args.symbol!r} holds a pickled object, not a table: read it without "
@@ -203,6 +241,7 @@ def inspect(args: argparse.Namespace) -> int:
     version = as_of(args.as_of)
     if getattr(args, "plot", None):
         return plot(args, lib, version)
+    _missing_symbol(lib, args.symbol, version)
     if args.command == "index":
         frame = lib.inspect_index(args.symbol, version)
     elif args.command == "segments":
@@ -223,7 +262,7 @@ def inspect(args: argparse.Namespace) -> int:
             f": {r['kind']}, {int(r['rows']):,} rows in {int(r['segments'])} segments, index height "
             f"{int(r['index_height'])}, created {r['created']}" if r is not None and pd.notna(r["rows"]) else ""))
         print(f"\nindex ({len(idx)} segments, {int(idx['bytes'].sum()) if len(idx) else 0:,} bytes)")
-        emit_table(idx)
+        emit_table(idx if pickled else _readable_index(idx, lib, args.symbol, version))
         if pickled:
             print("\nsegments: one pickled object (no columns, pages or encodings)")
         else:
@@ -233,7 +272,7 @@ def inspect(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(records(frame))
     else:
-        emit_table(frame)
+        emit_table(_readable_index(frame, lib, args.symbol, version) if args.command == "index" else frame)
     return 0
 
 

@@ -184,6 +184,13 @@ def gc(args: argparse.Namespace) -> int:
     report = lib.gc(grace_period=args.grace, dry_run=args.dry_run)
     if args.json:
         emit_json({"dry_run": args.dry_run, **dataclasses.asdict(report)})
+        return 0
+    young = (f"; {report.deferred:,} unreachable for less than the grace period ({args.grace:g} s) are kept "
+             "for a later gc" if report.deferred else "")
+    if args.dry_run:
+        print(f"{report.keys_scanned:,} keys scanned in library {lib.name!r}: {report.unreachable:,} unreachable, "
+              f"{report.unreachable - report.deferred:,} of them would be deleted{young} (dry run: nothing deleted)")
     else:
-        print(report)
+        print(f"{report.keys_scanned:,} keys scanned in library {lib.name!r}: {report.unreachable:,} unreachable, "
+              f"{report.deleted:,} deleted{young}")
     return 0
