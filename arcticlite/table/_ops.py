@@ -222,11 +222,11 @@ class Append(Operation):
         return self._fresh_rows[0]
 
     def reads_deltas(self, base: VersionRecord) -> bool:
-        """A timeseries append strictly after every row (inserted ones too) with the stored
-        schema keeps the base's deltas pending: its rows are base rows after the last one,
+        """A sorted timeseries append strictly after every row (inserted ones too) with the
+        stored schema keeps the base's deltas pending: its rows are base rows after the last one,
         owning no change. Otherwise the deltas are folded first."""
         if not (self.is_dt and self.first is not None and base.last_index is not None
-                and self.first > base.last_index and not base.pickled
+                and self.first > base.last_index and not base.pickled and self.sorted == "ASCENDING"
                 and _same_columns(norm.value_schema(self.table.schema), schema_of(base))):
             return False
         # after every stored row too (a deleted last row keeps its segment): base rows stay sorted

@@ -238,3 +238,18 @@ def test_description_leaves_out_deleted_first_and_last_rows(ac: Arctic) -> None:
     both(libs, "delete_rows", "s", pd.DataFrame(index=cow.read("s").data.index))  # every row
     assert all(pd.isna(t) for t in mor.get_description("s").date_range + cow.get_description("s").date_range)
     assert mor.get_description("s").row_count == 0
+
+
+def test_an_append_keeps_deltas_pending_only_when_sorted_after_every_row(ac: Arctic) -> None:
+    libs = pair(ac, rows_per_segment=10)
+    mor, cow = libs
+    start = pd.Timestamp("2024-01-01")
+    both(libs, "write", "s", pd.DataFrame({"v": np.arange(30.0)}, index=pd.date_range(start, periods=30)))
+    both(libs, "merge", "s", pd.DataFrame({"v": [-1.0]}, index=[start + pd.Timedelta(days=4)]))
+    both(libs, "append", "s", pd.DataFrame({"v": [1.0, 2.0]}, index=pd.date_range("2024-03-01", periods=2)))
+    assert mor.compaction_plan("s").layers == 1  # still pending: the appended rows own no change
+    same(mor.read("s").data, cow.read("s").data)
+    unsorted = pd.DataFrame({"v": [3.0, 4.0]}, index=pd.DatetimeIndex(["2024-04-02", "2024-04-01"]))
+    both(libs, "append", "s", unsorted, validate_index=False)
+    assert mor.compaction_plan("s").layers == 0  # an unsorted append folds them first
+    same(mor.read("s").data, cow.read("s").data)
