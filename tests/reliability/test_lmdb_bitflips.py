@@ -7,8 +7,9 @@ every symbol (and the listings and snapshots) must return exactly the original, 
 ``CorruptDataError`` or another arcticlite storage error naming the store; never other data,
 never another exception, never a hang (a child that stops reporting is killed and counted). The
 reads run in a child process, so that a crash of the interpreter is counted: liblmdb can die of
-SIGBUS on a flipped value length near the end of the file before arcticlite sees the bytes
-(once in 2,000 flips; bounded below, and described in docs/reliability.md).
+SIGBUS while it looks a key up, following a damaged page header past the end of the file,
+before arcticlite is given any bytes (once in 2,000 flips; bounded below, and described in
+docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -139,9 +140,9 @@ def test_bit_flips_in_the_lmdb_file_never_give_other_data(tmp_path: Any) -> None
     assert not failures, failures[:10]
     assert trial_kinds["detected"] > 0  # flips did reach stored values, and were caught
     assert "hang" not in events
-    # liblmdb itself can die of SIGBUS before arcticlite sees the bytes: a flipped length of a
-    # value stored near the end of the file makes it copy past the end (docs/reliability.md);
-    # seen once in 2,000 flips: counted, and bounded here
+    # liblmdb itself can die of SIGBUS before arcticlite is given any bytes (a damaged page
+    # header sends its lookup past the end of the file; docs/reliability.md); seen once in
+    # 2,000 flips: counted, and bounded here
     assert reads_total["crash"] <= max(1, TRIALS // 200), events
 
 
