@@ -107,8 +107,28 @@ def expression(terms: list[Term]) -> pc.Expression | None:
     return expr
 
 
+#: ``_stat_value`` of recent query values: a query judges every segment of a symbol with them.
+_STAT_CACHE: dict[tuple[Any, ...], Any] = {}
+_STAT_CACHE_MAX = 1024
+
+
 def _stat_value(v: Any, typ: pa.DataType, kind: str) -> Any:
     """``v`` in the comparable space of the page statistics, or None (no pruning)."""
+    try:
+        key = (type(v), v, typ, kind)
+        hash(key)
+    except TypeError:
+        return _convert(v, typ, kind)
+    got = _STAT_CACHE.get(key, _STAT_CACHE)
+    if got is _STAT_CACHE:
+        got = _convert(v, typ, kind)
+        if len(_STAT_CACHE) >= _STAT_CACHE_MAX:
+            _STAT_CACHE.clear()
+        _STAT_CACHE[key] = got
+    return got
+
+
+def _convert(v: Any, typ: pa.DataType, kind: str) -> Any:
     try:
         if v is None:
             return None
