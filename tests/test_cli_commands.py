@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -377,6 +378,27 @@ def test_python_dash_m_end_to_end(tmp_path: pathlib.Path) -> None:
     assert not (tmp_path / "nope").exists()
 
 
+def test_the_arcticlite_command_is_this_main(uri: str) -> None:
+    """The ``arcticlite`` console script that ``pip install`` makes (setup.cfg) runs this ``main``."""
+    import configparser
+    from importlib.metadata import entry_points
+
+    cfg = configparser.ConfigParser()
+    cfg.read(pathlib.Path(adb.__file__).parent.parent / "setup.cfg")
+    if cfg.has_option("options.entry_points", "console_scripts"):  # a source tree (not a wheel's install)
+        assert cfg["options.entry_points"]["console_scripts"].split() == ["arcticlite", "=", "arcticlite.__main__:main"]
+    installed = entry_points(group="console_scripts", name="arcticlite")
+    if not installed:
+        pytest.skip("arcticlite is not installed (no console script)")
+    code = ("import sys; from importlib.metadata import entry_points\n"
+            "(ep,) = entry_points(group='console_scripts', name='arcticlite')\n"
+            "sys.exit(ep.load()(sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(adb.__file__).parent.parent)}
+    proc = subprocess.run([sys.executable, "-c", code, "symbols", uri, LIB, "--json"], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert (proc.returncode, proc.stderr) == (0, "") and json.loads(proc.stdout) == ["AAPL", "MSFT", "blob"]
+
+
 @pytest.mark.s3
 def test_a_missing_bucket_is_not_found(s3_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     gone = s3_uri.replace("s3://127.0.0.1:", "s3://127.0.0.1:no-such-bucket-", 1)
@@ -413,6 +435,68 @@ def test_every_command_on_s3(s3_uri: str, tmp_path: pathlib.Path, capsys: pytest
     assert json.loads(_run(["gc", s3_uri, LIB, "--dry-run", "--json"], capsys)[1])["dry_run"] is True
     assert _run(["delete", s3_uri, LIB, "S"], capsys)[0] == 0
     assert json.loads(_run(["symbols", s3_uri, LIB, "--json"], capsys)[1]) == []
+
+
+@pytest.mark.s3
+def test_writing_commands_on_s3(s3_uri: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """write / append / update from Arrow IPC, CSV and Parquet, reads by version, snapshot and
+    time, exports, delete of versions and rows, snapshot delete, compaction, gc and the plot, on S3."""
+    first = tmp_path / "first.arrow"
+    t = pa.Table.from_pandas(_frame("2024-01-01", 6).reset_index(), preserve_index=False)
+    with pa.OSFile(str(first), "wb") as sink, pa.ipc.new_file(sink, t.schema) as w:
+        w.write_table(t)
+    more = tmp_path / "more.csv"
+    _frame("2024-01-07", 2).reset_index().to_csv(more, index=False)
+    fix = tmp_path / "fix.parquet"
+    fixed = _frame("2024-01-03", 1)
+    fixed["px"] = 100.0
+    fixed.to_parquet(fix)
+    code, out, _ = _run(["write", s3_uri, LIB, "S", str(first), "--index-column", "time", "--json"], capsys)
+    assert code == 0 and json.loads(out) == {"symbol": "S", "library": LIB, "version": 0, "rows": 6}
+    assert _run(["append", s3_uri, LIB, "S", str(more), "--index-column", "time"], capsys)[0] == 0
+    assert _run(["snapshot", "create", s3_uri, LIB, "before-fix"], capsys)[0] == 0
+    assert _run(["update", s3_uri, LIB, "S", str(fix)], capsys)[1] == "updated 1 rows: 'S' is now version 2 in " \
+                                                                       f"library '{LIB}'\n"
+    versions = json.loads(_run(["versions", s3_uri, LIB, "S", "--json"], capsys)[1])
+    assert [(v["version"], v["kind"], v["rows"]) for v in versions] == [(2, "update", 8), (1, "append", 8),
+                                                                         (0, "write", 6)]
+
+    def px(*extra: str) -> list[float]:
+        code, out, err = _run(["read", s3_uri, LIB, "S", "--columns", "px", "--json", *extra], capsys)
+        assert (code, err) == (0, ""), err
+        return [r["px"] for r in json.loads(out)]
+
+    assert px() == [0.0, 1.0, 100.0, 3.0, 4.0, 5.0, 0.0, 1.0]
+    assert px("--as-of", "before-fix")[2] == 2.0 and len(px("--as-of", "0")) == 6
+    created = pd.Timestamp(versions[1]["created"]).tz_convert(None).isoformat()
+    assert px("--as-of", created)[2] == 2.0  # an ISO time: the version current then
+    assert px("--date-range", "2024-01-03", "2024-01-04") == [100.0, 3.0]
+    assert px("--head", "2") == [0.0, 1.0] and px("--tail", "1") == [1.0]
+    for suffix in ("parquet", "csv"):
+        out = tmp_path / f"out.{suffix}"
+        assert _run(["read", s3_uri, LIB, "S", "--to", str(out)], capsys)[1] == f"wrote 8 rows of 'S' to {out}\n"
+    assert pq.read_table(tmp_path / "out.parquet").to_pandas()["px"].tolist() == px()
+    assert pd.read_csv(tmp_path / "out.csv")["px"].tolist() == px()
+    assert _run(["delete", s3_uri, LIB, "S", "--date-range", "2024-01-01", "2024-01-02"], capsys)[0] == 0
+    assert px() == [100.0, 3.0, 4.0, 5.0, 0.0, 1.0]
+    assert _run(["delete", s3_uri, LIB, "S", "--version", "0"], capsys)[0] == 0
+    live = [v["version"] for v in json.loads(_run(["versions", s3_uri, LIB, "S", "--json"], capsys)[1]) if v["live"]]
+    assert live == [3, 2, 1]
+    assert _run(["snapshot", "delete", s3_uri, LIB, "before-fix"], capsys)[0] == 0
+    assert json.loads(_run(["snapshot", "list", s3_uri, LIB, "--json"], capsys)[1]) == []
+    plan = json.loads(_run(["compact", s3_uri, LIB, "S", "--plan", "--json"], capsys)[1])
+    assert plan[0]["symbol"] == "S" and "new_version" not in plan[0]
+    if plan[0]["will_do_work"]:
+        assert _run(["compact", s3_uri, LIB, "S"], capsys)[0] == 0
+    assert px() == [100.0, 3.0, 4.0, 5.0, 0.0, 1.0]
+    assert _run(["delete", s3_uri, LIB, "S", "--version", "1"], capsys)[0] == 0
+    report = json.loads(_run(["gc", s3_uri, LIB, "--grace", "0", "--json"], capsys)[1])
+    assert report["dry_run"] is False and report["deleted"] == report["unreachable"]
+    assert px() == [100.0, 3.0, 4.0, 5.0, 0.0, 1.0]
+    if importlib.util.find_spec("matplotlib") is not None:
+        png = tmp_path / "layout.png"
+        assert _run(["inspect", s3_uri, LIB, "S", "--plot", str(png)], capsys)[0] == 0
+        assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_convert_parquet_to_fermion_and_back(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
