@@ -151,6 +151,7 @@ def test_read_selects_rows_and_columns(uri: str, capsys: pytest.CaptureFixture[s
     assert "2024-02-03" in _run(["read", uri, LIB, "AAPL", "--as-of", "2100-01-01"], capsys)[1]
     code, _, err = _run(["read", uri, LIB, "AAPL", "--as-of", "2000-01-01"], capsys)
     assert code == 3 and "Snapshot" not in err
+    assert "no live version created at or before 2000-01-01T00:00:00+00:00" in err  # the time, readable
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "arrow"])

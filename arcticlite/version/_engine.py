@@ -160,7 +160,8 @@ class VersionEngine:
                 if rec.is_data:
                     return rec
         raise NoSuchVersionException(
-            f"E_NO_SUCH_VERSION: symbol {sym!r} has no live version at or before {when_ns} ns"
+            f"E_NO_SUCH_VERSION: symbol {sym!r} has no live version created at or before {_utc(when_ns)} "
+            f"({when_ns} ns)"
         )
 
     def history(self, sym: str, head: VersionRecord | None = None) -> Iterator[VersionRecord]:
@@ -329,3 +330,11 @@ def _ids(head: VersionRecord | None, rec: VersionRecord, seq: int) -> dict[str, 
 
 def pid_token() -> str:
     return f"{os.getpid():x}-{new_token()}"
+
+
+def _utc(ns: int) -> str:
+    """``ns`` since the epoch as an ISO time in UTC, to the microsecond."""
+    import datetime
+
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    return (epoch + datetime.timedelta(microseconds=ns // 1000)).isoformat()
