@@ -12,6 +12,10 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PIP) install -q -e .
 	touch $@
 
+$(VENV)/.installed-demo: $(VENV)/.installed
+	$(PIP) install -q -e '.[plot]'
+	touch $@
+
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) install -q -e '.[test,s3]'
 	touch $@
@@ -20,7 +24,7 @@ install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
-demo: install
+demo: $(VENV)/.installed-demo
 	$(PY) -m arcticlite.demo demo-data
 
 test: install-test
