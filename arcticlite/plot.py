@@ -82,9 +82,9 @@ def plot_layout(lib: Any, symbol: str, path: str | os.PathLike[str] | None = Non
     >>> df = pd.DataFrame({"px": range(120)}, index=pd.date_range("2024-01-01", periods=120, freq="min"))
     >>> _ = lib.write("S", df)
     >>> _ = lib.append("S", df.shift(120, freq="min").head(3))
-    >>> fig = plot_layout(lib, "S", versions=2)  # doctest: +SKIP
-    >>> len(fig.axes)                            # doctest: +SKIP
-    2
+    >>> fig = plot_layout(lib, "S", "layout.png", versions=2)
+    >>> [ax.get_title(loc="left").split(",")[0] for ax in fig.axes[:2]]
+    ['S v1: 123 rows', 'S v0: 120 rows']
     """
     if versions < 1:
         raise ValueError(f"versions={versions}: draw at least one version")
@@ -178,7 +178,9 @@ def plot_bench(results: dict[str, Any], path: str | os.PathLike[str] | None = No
     >>> from arcticlite.plot import plot_bench
     >>> res = {"rows": 10, "runs": 1, "engines": ["arcticlite"], "results": [
     ...     {"op": "read", "engine": "arcticlite", "median": 0.01, "min": 0.01, "max": 0.01}]}
-    >>> fig = plot_bench(res)  # doctest: +SKIP
+    >>> fig = plot_bench(res, "bench.png")
+    >>> fig.axes[0].get_legend_handles_labels()[1]
+    ['arcticlite']
     """
     plt = _pyplot()
     engines = list(results["engines"])
