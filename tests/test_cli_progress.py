@@ -53,6 +53,14 @@ def test_no_bar_in_a_pipe_or_with_quiet(tmp_path: pathlib.Path) -> None:
         assert "wrote 4,000 rows" in p.stdout
 
 
+def test_verbose_logs_what_the_write_did_on_stderr(tmp_path: pathlib.Path) -> None:
+    p = _run(_write_cmd(tmp_path, "--verbose"))
+    assert p.returncode == 0 and "wrote 4,000 rows" in p.stdout
+    assert "INFO arcticlite: write S: 40 of 40 segments in" in p.stderr  # the library's log record, no bar
+    quiet = _run(_write_cmd(tmp_path))
+    assert quiet.stderr == ""
+
+
 def test_progress_option_and_variable_draw_on_stderr(tmp_path: pathlib.Path) -> None:
     adb.Arctic(f"lmdb://{tmp_path / 'db'}").get_library("p", create_if_missing=True)
     for opts, env in ((("--progress",), {}), ((), {"ARCTICLITE_PROGRESS": "1"})):

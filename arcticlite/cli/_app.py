@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -34,6 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     from arcticlite import progress
 
     progress.enable(getattr(args, "progress", None))  # --quiet / --progress; else env, else a terminal
+    if getattr(args, "verbose", False):  # the library's log records (what each long operation did) on stderr
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log = logging.getLogger("arcticlite")
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 20)
     try:

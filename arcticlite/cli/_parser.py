@@ -20,6 +20,8 @@ def _common() -> argparse.ArgumentParser:
                    help="no progress bars (default: shown on a terminal; env ARCTICLITE_PROGRESS=0|1)")
     g.add_argument("--progress", dest="progress", action="store_true", default=argparse.SUPPRESS,
                    help="progress bars on stderr even when it is not a terminal")
+    c.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="log what the library does (the 'arcticlite' logger at INFO) on stderr")
     return c
 
 
