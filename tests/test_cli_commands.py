@@ -401,6 +401,27 @@ def test_the_arcticlite_command_is_this_main(uri: str) -> None:
 
 
 @pytest.mark.s3
+def test_the_local_s3_server_prints_a_uri_the_cli_works_on(tmp_path: pathlib.Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(adb.__file__).parent.parent)}
+    proc = subprocess.Popen([sys.executable, "-m", "arcticlite.testing", "--bucket", "trial"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert "bucket 'trial'" in lines[0], lines
+        uri = lines[1].split("'")[1]
+        assert uri.startswith("s3://127.0.0.1:trial?port=") and "access=testing" in uri
+        src = tmp_path / "in.parquet"
+        _frame("2024-01-01", 3).to_parquet(src)
+        assert _run(["write", uri, LIB, "S", str(src)], capsys)[0] == 0
+        assert json.loads(_run(["libraries", uri, "--json"], capsys)[1]) == [LIB]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.s3
 def test_a_missing_bucket_is_not_found(s3_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
     gone = s3_uri.replace("s3://127.0.0.1:", "s3://127.0.0.1:no-such-bucket-", 1)
     code, _, err = _run(["libraries", gone], capsys)

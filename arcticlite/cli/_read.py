@@ -128,7 +128,7 @@ def describe(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(d)
         return 0
-    index = ", ".join(f"{c['name']} {c['dtype']}" for c in d["index"]) or "none"
+    index = ", ".join(f"{'(unnamed)' if c['name'] is None else c['name']} {c['dtype']}" for c in d["index"]) or "none"
     span = f"{d['date_range'][0]} .. {d['date_range'][1]}" if d["date_range"] else "-"
     total = sum(s["bytes"] for s in d["stored"].values())
     rows = "unknown (pickled)" if d["rows"] is None else f"{d['rows']:,}"

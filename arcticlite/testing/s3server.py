@@ -9,6 +9,10 @@ applied it (a lost response), a connection reset, a response cut off mid-body
 (:data:`TRUNCATE`) or one that stalls mid-body (:data:`STALL`), deterministically
 (:meth:`S3TestServer.fail_next`) or at a seeded rate (:meth:`S3TestServer.set_fault_rates`).
 
+From a shell, ``python -m arcticlite.testing [--port N] [--bucket NAME]`` serves until
+Ctrl-C and prints a URI to try arcticlite's S3 path on (``pip install 'arcticlite[test]'`` for
+moto): ``arcticlite write "$URI" lib SYM file.parquet``. Nothing is kept when it stops.
+
 Example
 -------
 >>> server = S3TestServer().start()          # doctest: +SKIP
@@ -229,12 +233,17 @@ class S3TestServer:
     """
 
     def __init__(
-        self, *, serialise: bool = True, host: str = "127.0.0.1", honour_conditions: bool = True
+        self,
+        *,
+        serialise: bool = True,
+        host: str = "127.0.0.1",
+        honour_conditions: bool = True,
+        port: int = 0,
     ) -> None:
         self.serialise = serialise
         self.honour_conditions = honour_conditions
         self.host = host
-        self.port = 0
+        self.port = port  # 0: a free port, chosen at start()
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._plan = _FaultPlan()
@@ -257,7 +266,7 @@ class S3TestServer:
         app = DomainDispatcherApplication(create_backend_app)
         self._middleware = _Middleware(app, self.serialise, self._plan, self.honour_conditions)
         self._server = make_server(
-            self.host, 0, self._middleware, threaded=True, request_handler=MotoRequestHandler
+            self.host, self.port, self._middleware, threaded=True, request_handler=MotoRequestHandler
         )
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(
@@ -380,3 +389,32 @@ class S3TestServer:
         """How many faults were injected so far, by kind (``before`` / ``after``)."""
         with self._plan.lock:
             return dict(self._plan.injected)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m arcticlite.testing``: serve an empty bucket on 127.0.0.1 until Ctrl-C
+    and print its URI (dummy credentials included)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m arcticlite.testing", description=main.__doc__)
+    ap.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one)")
+    ap.add_argument("--bucket", default="arcticlite", help="the bucket to create (default: arcticlite)")
+    args = ap.parse_args(argv)
+    try:
+        server = S3TestServer(port=args.port).start()
+    except ImportError:
+        print("the test S3 server needs moto: pip install 'moto[server]' (or 'arcticlite[test]')")
+        return 1
+    server.make_bucket(args.bucket)
+    print(f"S3 (moto) on {server.endpoint_url}, bucket {args.bucket!r}; nothing is kept when it stops. Try:")
+    print(f"  export URI='{server.uri(args.bucket, access='testing', secret='testing')}'")
+    print('  arcticlite write "$URI" prices AAPL aapl.parquet && arcticlite versions "$URI" prices AAPL')
+    print("Ctrl-C to stop.", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
