@@ -195,7 +195,7 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None =
             _decode_into(store.read(job.key), job, blocks, False)
         bar.update(1)
 
-    with bar, _prefaulting(jobs, blocks, pools):
+    with bar, _prefaulting(jobs, blocks):
         if views or len(jobs) == 1:
             if pooled:
                 _run([pools.work.submit(one, j) for j in jobs])
@@ -207,7 +207,7 @@ def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None =
 
 
 @contextlib.contextmanager
-def _prefaulting(jobs: list[_Job], blocks: Blocks, pools: Pools) -> Iterator[None]:
+def _prefaulting(jobs: list[_Job], blocks: Blocks) -> Iterator[None]:
     """Within: the pages of a large result are mapped on another thread, segment by segment
     just ahead of the decoder (:func:`arcticlite.format.prefault`)."""
     arrays = [a for a in (*blocks.arrays, blocks.index) if a is not None and a.dtype.kind != "O"]
@@ -225,12 +225,15 @@ def _prefaulting(jobs: list[_Job], blocks: Blocks, pools: Pools) -> Iterator[Non
                     yield base + r * stride + job.at * size, n * size
 
     stop = threading.Event()
-    future = pools.io.submit(fermion.prefault, ranges(), stop)
+    # a thread of its own: a pool's workers may all be busy with the fetches this read waits on
+    toucher = threading.Thread(target=fermion.prefault, args=(ranges(), stop), name="arcticlite-prefault",
+                               daemon=True)
+    toucher.start()
     try:
         yield
     finally:
         stop.set()
-        wait([future])
+        toucher.join()
 
 
 def _fill_windows(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools, pooled: bool,
