@@ -321,6 +321,8 @@ def test_inspect_shows_version_index_and_segments(uri: str, capsys: pytest.Captu
     (["read", "{uri}", LIB, "AAPL", "--date-range", "2024-02-01", "2024-01-01"], 4, "start is after the end"),
     (["read", "{uri}", LIB, "AAPL", "--date-range", "soon", "-"], 4, "not a date"),
     (["read", "{uri}", LIB, "blob", "--columns", "a"], 4, "pickled"),
+    (["read", "{uri}", LIB, "AAPL", "--columns", "px,vneue"], 4, "--columns: no column 'vneue' in 'AAPL' (columns: px, venue)"),
+    (["read", "{uri}", LIB, "AAPL", "--columns", "nope", "--to", "{tmp}/out.parquet"], 4, "no column 'nope'"),
     (["compact", "{uri}", LIB, "blob"], 4, "pickled object"),
     (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/out.xlsx"], 4, "cannot tell the format"),
     (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/no/such/dir/out.csv"], 5, "cannot write"),

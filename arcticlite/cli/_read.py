@@ -160,7 +160,8 @@ def read(args: argparse.Namespace) -> int:
                                                                    columns=cols))
         return 0
     _missing_symbol(lib, args.symbol, version)
-    if lib.get_description(args.symbol, as_of=version).row_count is None:  # pickled: no table to slice
+    desc = lib.get_description(args.symbol, as_of=version)
+    if desc.row_count is None:  # pickled: no table to slice
         if dr is not None or cols is not None or q is not None or args.to:
             raise CliError(f"symbol {args.symbol!r} holds a pickled object, not a table: read it without "
                            "--date-range, --columns, --where or --to", BAD_INPUT)
@@ -170,6 +171,12 @@ def read(args: argparse.Namespace) -> int:
         else:
             print(repr(data))
         return 0
+    if cols is not None:  # Library.read ignores unknown names, as ArcticDB does; a typed name is a typo here
+        known = [str(c.name) for c in desc.columns]
+        unknown = [c for c in cols if c not in known and c not in {str(i.name) for i in desc.index}]
+        if unknown:
+            raise CliError(f"--columns: no column {', '.join(map(repr, unknown))} in {args.symbol!r} (columns: "
+                           f"{', '.join(known)})", BAD_INPUT)
     if args.to and head is None and args.tail is None:
         rows = export(lib, args, version, dr, cols, q)
         if rows is not None:
