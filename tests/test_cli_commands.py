@@ -152,6 +152,9 @@ def test_read_selects_rows_and_columns(uri: str, capsys: pytest.CaptureFixture[s
     code, _, err = _run(["read", uri, LIB, "AAPL", "--as-of", "2000-01-01"], capsys)
     assert code == 3 and "Snapshot" not in err
     assert "no live version created at or before 2000-01-01T00:00:00+00:00" in err  # the time, readable
+    _lib(uri).snapshot("2024-01-31", versions={"AAPL": 0})  # named like a date, as ArcticDB users often do
+    assert "2024-02-01" not in _run(["read", uri, LIB, "AAPL", "--as-of", "2024-01-31"], capsys)[1]
+    assert json.loads(_run(["describe", uri, LIB, "AAPL", "--as-of", "2024-01-31", "--json"], capsys)[1])["rows"] == 10
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv", "arrow"])

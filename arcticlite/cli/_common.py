@@ -96,9 +96,10 @@ def require_symbol(lib: adb.Library, symbol: str) -> None:
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T].*)?")
 
 
-def as_of(value: str | None) -> Any:
+def as_of(value: str | None, lib: adb.Library | None = None) -> Any:
     """``--as-of``: an int is a version id, an ISO date/time a time (UTC unless it has an offset),
-    anything else a snapshot name."""
+    anything else a snapshot name. A snapshot named like a date (``2024-01-31``, as ArcticDB
+    users often name them) is that snapshot when ``lib`` has it."""
     if value is None:
         return None
     try:
@@ -106,6 +107,8 @@ def as_of(value: str | None) -> Any:
     except ValueError:
         pass
     if _DATE.fullmatch(value):
+        if lib is not None and value in lib.list_snapshots(load_metadata=False):
+            return value
         return timestamp(value, "--as-of")
     return value
 

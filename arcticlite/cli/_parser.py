@@ -48,7 +48,7 @@ def _add(sub: argparse._SubParsersAction, name: str, fn: Command, help: str, exa
 def _as_of(p: argparse.ArgumentParser) -> None:
     p.add_argument("--as-of", default=None, metavar="VERSION|TIME|SNAPSHOT",
                    help="a version id (negative counts back), an ISO time (2024-01-31T09:30, UTC) or a snapshot "
-                        "name; default: the latest version")
+                        "name (a snapshot named like a date wins); default: the latest version")
 
 
 def _date_range(p: argparse.ArgumentParser, what: str) -> None:

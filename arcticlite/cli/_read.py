@@ -123,8 +123,9 @@ def _describe(lib: adb.Library, symbol: str, version: Any) -> dict[str, Any]:
 
 def describe(args: argparse.Namespace) -> int:
     lib = open_library(args)
-    _missing_symbol(lib, args.symbol, as_of(args.as_of))
-    d = _describe(lib, args.symbol, as_of(args.as_of))
+    version = as_of(args.as_of, lib)
+    _missing_symbol(lib, args.symbol, version)
+    d = _describe(lib, args.symbol, version)
     if args.json:
         emit_json(d)
         return 0
@@ -149,7 +150,7 @@ def describe(args: argparse.Namespace) -> int:
 
 def read(args: argparse.Namespace) -> int:
     lib = open_library(args)
-    version = as_of(args.as_of)
+    version = as_of(args.as_of, lib)
     dr, cols = date_range(args.date_range), columns(args.columns)
     if args.rows is not None and (args.head is not None or args.tail is not None):
         raise CliError("--rows is --head: give one of --rows, --head, --tail", BAD_INPUT)
@@ -245,7 +246,7 @@ def export(lib: adb.Library, args: argparse.Namespace, version: Any, dr: Any, co
 def inspect(args: argparse.Namespace) -> int:
     """``inspect``: version → index → segments; ``index`` and ``segments`` print one part."""
     lib = open_library(args)
-    version = as_of(args.as_of)
+    version = as_of(args.as_of, lib)
     if getattr(args, "plot", None):
         return plot(args, lib, version)
     _missing_symbol(lib, args.symbol, version)
@@ -287,7 +288,7 @@ def plot(args: argparse.Namespace, lib: Any = None, version: Any = None) -> int:
     """``inspect --plot FILE`` / ``plot``: draw the layout of the last ``--versions`` versions."""
     if lib is None:
         lib = open_library(args)
-        version = as_of(args.as_of)
+        version = as_of(args.as_of, lib)
     require_symbol(lib, args.symbol)
     if lib.get_description(args.symbol, as_of=version).row_count is None:
         raise CliError(f"symbol {args.symbol!r} holds a pickled object: it has no segments to draw", BAD_INPUT)
