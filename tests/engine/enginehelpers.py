@@ -351,3 +351,46 @@ def kill_worker(uri: str, lib_name: str, run: int, ack_path: str) -> None:
                 lib.stage(sym, df)
                 lib.finalize_staged_data(sym)
                 ack(f"F {sym} {frame_digest(df)}")
+
+
+# -- a pandas model of keyed merge (ArcticDB's merge_experimental semantics) -----------------------
+class AmbiguousMerge(Exception):
+    """The model's refusal: under matched="update", a stored row matched by several source rows."""
+
+
+def _matches(cur: pd.DataFrame, src: pd.DataFrame, on: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(stored positions, source positions)`` of every matching pair: equal index and ``on``
+    values (the model's keys never hold missing values)."""
+    keys = ["__ix", *on]
+    t = pd.DataFrame({"__ix": cur.index.asi8, **{c: cur[c].to_numpy() for c in on}, "__t": np.arange(len(cur))})
+    s = pd.DataFrame({"__ix": src.index.asi8, **{c: src[c].to_numpy() for c in on}, "__s": np.arange(len(src))})
+    m = t.merge(s, on=keys, how="inner")
+    return m["__t"].to_numpy(np.int64), m["__s"].to_numpy(np.int64)
+
+
+def model_merge(cur: pd.DataFrame, src: pd.DataFrame, strategy: tuple[str, str], on: list[str]) -> pd.DataFrame:
+    """``cur`` after ``merge(src, strategy=MergeStrategy(*strategy), on=on)``: matched stored rows
+    take the source's non-key values (``"update"``); source rows matching nothing are inserted
+    after the stored rows of the same index value, in source order (``"insert"``). Raises
+    :class:`AmbiguousMerge` where the library must refuse the merge."""
+    tpos, spos = _matches(cur, src, on)
+    out = cur.copy()
+    if strategy[0] == "update" and len(tpos):
+        if len(np.unique(tpos)) < len(tpos):
+            raise AmbiguousMerge
+        for c in cur.columns:
+            if c not in on:
+                col = out[c].to_numpy().copy()
+                col[tpos] = src[c].to_numpy()[spos]
+                out[c] = col
+    if strategy[1] == "insert":
+        new = np.setdiff1d(np.arange(len(src)), spos)
+        if len(new):
+            out = pd.concat([out, src.iloc[new]]).sort_index(kind="stable")
+    return out
+
+
+def model_delete_rows(cur: pd.DataFrame, keys: pd.DataFrame, on: list[str]) -> pd.DataFrame:
+    """``cur`` after ``delete_rows(keys, on=on)``: every stored row matching a key row removed."""
+    tpos, _ = _matches(cur, keys, on)
+    return cur.iloc[np.setdiff1d(np.arange(len(cur)), tpos)]

@@ -1,9 +1,17 @@
 """A Hypothesis state machine: a library against a pandas model of one symbol's version history.
 
 Random write / append / update / delete(versions) / delete(all) / snapshot / delete_data_in_range /
-prune sequences, checking after every step that the latest read, every live version
-(``as_of=id``), every snapshot (``as_of=name``), ``list_versions`` and ``has_symbol`` agree with
-the model, and that a failing call (append before the last row) changes nothing.
+prune / merge / delete_rows sequences, checking after every step that the latest read, every
+live version (``as_of=id``), every snapshot (``as_of=name``), ``list_versions`` and
+``has_symbol`` agree with the model, and that a failing call (append before the last row; a
+merge with an unsorted source, or one that matches a stored row with several source rows
+under ``"update"``) changes nothing.
+
+Merges (ArcticDB's ``merge_experimental``: strategies update / insert / upsert, matched on the
+DatetimeIndex alone or with the key column ``a``) and ``delete_rows`` take sources drawn from
+stored rows and new rows, and are checked against the pandas model of
+``enginehelpers.model_merge`` / ``model_delete_rows``; the library keeps them as delta
+segments that every later read applies.
 
 Version ids are ArcticDB's: every data commit takes the next id after the highest ever
 written, and a delete or prune takes none; the model predicts each id.
@@ -12,12 +20,13 @@ written, and a delete or prune takes none; the model predicts each id.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from enginehelpers import assert_frame_equal
+from enginehelpers import AmbiguousMerge, assert_frame_equal, model_delete_rows, model_merge
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -30,7 +39,13 @@ from hypothesis.stateful import (
 )
 
 from arcticlite import Arctic, Library, LibraryOptions
-from arcticlite.exceptions import AppendOrderException, NoSuchVersionException
+from arcticlite.exceptions import (
+    AppendOrderException,
+    NoSuchVersionException,
+    UnsortedDataException,
+    UserInputException,
+)
+from arcticlite.library import MergeStrategy
 
 T0 = pd.Timestamp("2024-01-01")
 SYM = "s"
@@ -46,6 +61,26 @@ def make_frame(days: list[int], seed: int) -> pd.DataFrame:
 
 
 days_st = st.lists(st.integers(0, 30), min_size=1, max_size=6)
+
+#: update / insert / upsert
+STRATEGIES = [("update", "do_nothing"), ("do_nothing", "insert"), ("update", "insert")]
+ON = [[], ["a"]]
+#: merges and delete_rows made (and merges refused) by the runs of this process, for the figures
+KEYED: Counter[str] = Counter()
+
+
+def keyed_rows(cur: pd.DataFrame, picks: list[int], new_days: list[int], seed: int, on: list[str]) -> pd.DataFrame:
+    """Rows keyed like ``cur``: copies of the keys of stored rows ``picks`` (new values; with
+    ``on=[]`` now and then a new ``a`` too), then rows at ``new_days``; sorted by the index."""
+    rng = np.random.default_rng(seed)
+    n = len(picks) + len(new_days)
+    days = [cur.index[i] for i in picks] + [T0 + pd.Timedelta(days=d) for d in new_days]
+    a = np.concatenate([cur["a"].to_numpy()[picks].astype(np.int64),
+                        rng.integers(-100, 100, len(new_days)).astype(np.int64)])
+    if not on and len(picks):
+        a[: len(picks)] = np.where(rng.random(len(picks)) < 0.3, rng.integers(-100, 100, len(picks)), a[: len(picks)])
+    df = pd.DataFrame({"a": a, "b": rng.random(n).round(3)}, index=pd.DatetimeIndex(days))
+    return df.sort_index(kind="stable")
 
 
 def same(got: pd.DataFrame, want: pd.DataFrame) -> None:
@@ -133,6 +168,46 @@ class VersionHistory(RuleBasedStateMachine):
         self.lib.delete_data_in_range(SYM, (a, b))
         self.committed(self.last_id + 1, cur[(cur.index < a) | (cur.index > b)])
         assert self.lib.read(SYM).version == self.last_id
+
+    @precondition(lambda self: self.latest() is not None)
+    @rule(data=st.data(), strategy=st.sampled_from(STRATEGIES), on=st.sampled_from(ON), upsert=st.booleans(),
+          seed=st.integers(0, 1000), bad=st.integers(0, 9))
+    def merge(self, data: st.DataObject, strategy: tuple[str, str], on: list[str], upsert: bool, seed: int,
+              bad: int) -> None:
+        _, cur = self.latest()
+        picks = data.draw(st.lists(st.integers(0, len(cur) - 1), max_size=4)) if len(cur) else []
+        new_days = data.draw(st.lists(st.integers(-1, 32), min_size=0 if picks else 1, max_size=3))
+        src = keyed_rows(cur, picks, new_days, seed, on)
+        if bad > 1:  # mostly one source row per key; else repeated keys (refused where they hit a stored row)
+            src = src[~pd.DataFrame({"ix": src.index, **{c: src[c] for c in on}}).duplicated().to_numpy()]
+        if bad == 0 and len(set(src.index)) > 1:  # an unsorted source
+            src = src.iloc[::-1].copy()
+        call = lambda: self.lib.merge(SYM, src, strategy=MergeStrategy(*strategy), on=on, upsert=upsert)  # noqa: E731
+        try:
+            want = model_merge(cur, src, strategy, on) if src.index.is_monotonic_increasing else None
+        except AmbiguousMerge:
+            want = None
+        if want is None:
+            before = self.lib.list_versions(SYM)
+            expected = UnsortedDataException if not src.index.is_monotonic_increasing else UserInputException
+            with pytest.raises(expected):
+                call()
+            assert self.lib.list_versions(SYM) == before
+            KEYED["merges refused"] += 1
+            return
+        self.committed(call().version, want)
+        KEYED["merges"] += 1
+
+    @precondition(lambda self: self.latest() is not None)
+    @rule(data=st.data(), on=st.sampled_from(ON), seed=st.integers(0, 1000), reverse=st.booleans())
+    def delete_rows(self, data: st.DataObject, on: list[str], seed: int, reverse: bool) -> None:
+        _, cur = self.latest()
+        picks = data.draw(st.lists(st.integers(0, len(cur) - 1), max_size=4)) if len(cur) else []
+        keys = keyed_rows(cur, picks, data.draw(st.lists(st.integers(-1, 32), max_size=2)), seed, on)
+        want = model_delete_rows(cur, keys, on)
+        keys = keys.iloc[::-1] if reverse else keys  # the keys' order does not matter
+        self.committed(self.lib.delete_rows(SYM, keys, on=on).version, want)
+        KEYED["delete_rows"] += 1
 
     @precondition(lambda self: len(self.live) > 0)
     @rule(data=st.data())
@@ -244,12 +319,16 @@ def run(arctic: Arctic, max_examples: int, steps: int, options: LibraryOptions |
     )
 
 
-BUDGET = {"memory": (40, 25), "lmdb": (25, 20), "s3": (4, 10)}
+BUDGET = {"memory": (30, 25), "lmdb": (25, 20), "s3": (4, 10)}
 
 
 def test_history_matches_pandas_model(uri: str, backend: str) -> None:
     examples, steps = BUDGET[backend]
+    KEYED.clear()
     run(Arctic(uri), examples, steps)
+    print(f"\n{backend}: {examples} examples x {steps} steps, {dict(KEYED)}")
+    if examples * steps >= 500:  # S3's few steps may draw neither
+        assert KEYED["merges"] > 0 and KEYED["delete_rows"] > 0
 
 
 @pytest.mark.parametrize("backend", [pytest.param("memory", marks=pytest.mark.memory)])

@@ -1,7 +1,8 @@
 """The model-based battery (issue 16): :class:`test_stateful.VersionHistory` (write / append /
-update / delete / prune / snapshot / delete_data_in_range / reads against a pandas model) plus
-stage + finalize, ``compact_data``, and the same data operations made by a client that dies
-at a random store call (``arcticlite.testing.CrashingStore``). After a crash the library holds
+update / delete / prune / snapshot / delete_data_in_range / merge / delete_rows / reads against
+a pandas model) plus stage + finalize, ``compact_data``, and the same data operations (merge
+and delete_rows included) made by a client that dies at a random store call
+(``arcticlite.testing.CrashingStore``). After a crash the library holds
 the state before the operation or the state after it -- the model learns which from the
 version list -- and every invariant of the model still holds; the staged data is exactly
 what was staged and not finalized.
@@ -9,21 +10,27 @@ what was staged and not finalized.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
+from enginehelpers import model_delete_rows, model_merge
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, precondition, rule, run_state_machine_as_test
-from test_stateful import SYM, T0, VersionHistory, make_frame
+from test_stateful import ON, STRATEGIES, SYM, T0, VersionHistory, keyed_rows, make_frame
 
 from arcticlite import Arctic, Library
 from arcticlite.exceptions import ArcticException
+from arcticlite.library import MergeStrategy
 from arcticlite.testing import CrashingStore, SimulatedCrash
 
 #: crashes injected, by outcome: ``before`` (nothing happened) / ``after`` (the commit landed)
 CRASHES: dict[str, int] = {"before": 0, "after": 0}
+#: crashes injected, by operation
+CRASHED_OPS: Counter[str] = Counter()
 
 
 class CrashingHistory(VersionHistory):
@@ -62,6 +69,17 @@ class CrashingHistory(VersionHistory):
             ok = not len(base) or staged.index[0] >= base.index[-1]
             return (lambda lib: lib.finalize_staged_data(SYM, mode="append")), \
                 (pd.concat([base, staged]) if len(base) else staged) if ok else None
+        if op in ("merge", "delete_rows"):
+            rng = np.random.default_rng(seed)
+            on = ON[seed % 2]
+            picks = sorted(set(rng.integers(0, len(base), 3).tolist())) if len(base) else []
+            src = keyed_rows(base, picks, [int(d) for d in rng.integers(0, 32, 1 + seed % 2)], seed, on)
+            src = src[~pd.DataFrame({"ix": src.index, **{c: src[c] for c in on}}).duplicated().to_numpy()]
+            if op == "delete_rows":
+                return (lambda lib: lib.delete_rows(SYM, src, on=on)), model_delete_rows(base, src, on)
+            strategy = STRATEGIES[seed // 2 % 3]
+            return (lambda lib: lib.merge(SYM, src, strategy=MergeStrategy(*strategy), on=on)), \
+                model_merge(base, src, strategy, on)
         assert op == "compact"
         return (lambda lib: lib.compact_data(SYM, rows_per_segment=3)), base
 
@@ -122,8 +140,16 @@ class CrashingHistory(VersionHistory):
     def crash_during_compact(self, at: int, seed: int) -> None:
         self.crash_during("compact", at, seed)
 
+    @rule(at=st.integers(1, 12), seed=st.integers(0, 1000))
+    def crash_during_merge(self, at: int, seed: int) -> None:
+        self.crash_during("merge", at, seed)
+
+    @rule(at=st.integers(1, 12), seed=st.integers(0, 1000))
+    def crash_during_delete_rows(self, at: int, seed: int) -> None:
+        self.crash_during("delete_rows", at, seed)
+
     def crash_during(self, op: str, at: int, seed: int) -> None:
-        if op in ("update", "compact") and self.latest() is None:
+        if op in ("update", "compact", "merge", "delete_rows") and self.latest() is None:
             return
         if op == "finalize" and not self.staged:
             return
@@ -135,6 +161,7 @@ class CrashingHistory(VersionHistory):
         try:
             item = call(lib)
         except SimulatedCrash:
+            CRASHED_OPS[op] += 1
             live = {k.version for k, i in self.lib.list_versions(SYM).items() if not i.deleted} \
                 if self.lib.has_symbol(SYM) else set()
             if live == before_live:
@@ -179,6 +206,7 @@ def test_history_with_crashes_matches_pandas_model(ac: Arctic, backend: str) -> 
     if os.environ.get("ARCTICLITE_BATTERY") == "full":
         examples, steps = examples * 10, steps * 2
     CRASHES.update(before=0, after=0)
+    CRASHED_OPS.clear()
     run(ac, examples, steps)
-    print(f"\n{backend}: {examples} examples x {steps} steps, crashes {CRASHES}")
-    assert CRASHES["before"] > 0
+    print(f"\n{backend}: {examples} examples x {steps} steps, crashes {CRASHES}, by operation {dict(CRASHED_OPS)}")
+    assert CRASHES["before"] > 0 and CRASHED_OPS["merge"] + CRASHED_OPS["delete_rows"] > 0
