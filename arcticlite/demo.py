@@ -5,8 +5,8 @@
 day 1, appends days 2 and 3, corrects a slice with ``update``, reads by ``date_range`` and
 columns, reads an earlier version with ``as_of``, filters with a ``QueryBuilder``, takes a
 snapshot, feeds small appends and compacts them, and prints a short report (rows/s, bytes
-stored vs bytes in memory) and saves the symbol's layout plot (``quotes-layout.png``, when
-matplotlib is installed). Re-running it starts the library afresh.
+stored vs bytes in memory) and saves the symbols' layout plots (``quotes-layout.png``,
+``trades-layout.png``, when matplotlib is installed). Re-running it starts the library afresh.
 """
 
 from __future__ import annotations
@@ -153,13 +153,14 @@ def main(argv: list[str] | None = None) -> int:
 def _plot(lib: object, folder: str) -> None:
     from arcticlite.plot import plot_layout
 
-    path = os.path.join(folder, "quotes-layout.png")
-    try:
-        plot_layout(lib, "quotes", path, versions=4)
-    except ImportError as exc:
-        print(f"plot    skipped: {exc}")
-        return
-    print(f"plot    the layout of the last 4 versions of 'quotes': {path}")
+    for sym, what in (("quotes", "small appends, then a compaction"), ("trades", "write, two appends, an update")):
+        path = os.path.join(folder, f"{sym}-layout.png")
+        try:
+            plot_layout(lib, sym, path, versions=4)
+        except ImportError as exc:
+            print(f"plot    skipped: {exc}")
+            return
+        print(f"plot    the layout of the last 4 versions of {sym!r} ({what}): {path}")
 
 
 def _spark_read(uri: str) -> None:

@@ -26,4 +26,5 @@ def test_demo_runs_twice_and_reports(tmp_path: pathlib.Path, capsys: pytest.Capt
     assert lib.get_description("quotes").row_count == 18_020  # three days and 20 single quotes
     assert lib.list_snapshots() == {"eod-2024-01-04": {"note": "three days loaded"}}
     if importlib.util.find_spec("matplotlib"):
-        assert (folder / "quotes-layout.png").read_bytes()[:4] == b"\x89PNG"
+        for sym in ("quotes", "trades"):
+            assert (folder / f"{sym}-layout.png").read_bytes()[:4] == b"\x89PNG"
