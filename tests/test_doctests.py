@@ -113,6 +113,26 @@ def test_every_public_callable_has_parameters_returns_and_examples() -> None:
     assert not unrun, f"add these modules to MODULES so that their examples run: {unrun}"
 
 
+def test_every_library_method_that_refuses_a_read_only_library_says_so() -> None:
+    """A user of a read-only library learns from the docstring which calls raise
+    ``PermissionException``: every ``Library`` method that refuses one (the ones marked as
+    changing the store) names it under Raises."""
+    import arcticlite as adb
+    from arcticlite.library._library import _mutates
+
+    marked = _mutates(lambda self: None).__code__  # the wrapper every changing method runs through
+    changing = sorted(name for name, fn in vars(adb.Library).items()
+                      if inspect.isfunction(fn) and fn.__code__ is marked)
+    assert {"write", "append", "delete", "snapshot", "compact_data", "delete_batch"} <= set(changing)
+    silent = []
+    for name in changing:
+        doc = inspect.getdoc(getattr(adb.Library, name)) or ""
+        raises = doc.split("Raises\n------", 1)[1].split("Examples\n--------", 1)[0] if "Raises\n------" in doc else ""
+        if "PermissionException" not in raises:
+            silent.append(name)
+    assert not silent, f"these methods refuse a read-only library but do not say so under Raises: {silent}"
+
+
 def test_the_coverage_check_sees_a_missing_section() -> None:
     def documented(x: int) -> int:
         """Twice ``x``.

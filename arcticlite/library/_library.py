@@ -522,6 +522,8 @@ class Library:
         ------
         UserInputException
             ``data`` does not pickle.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -583,6 +585,8 @@ class Library:
             The rows start before the last stored row (an ``UnsortedDataException``).
         SchemaException
             The columns or dtypes differ from the stored ones (without ``dynamic_schema``).
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -650,6 +654,8 @@ class Library:
             ``data`` is not sorted.
         UserInputException
             ``date_range`` ends before it starts.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -709,6 +715,8 @@ class Library:
             ``date_range`` is None.
         UserInputException
             ``date_range`` ends before it starts.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -779,6 +787,8 @@ class Library:
         SchemaException
             The source's columns or dtypes differ from the stored ones, or the library has a
             dynamic schema.
+        PermissionException
+            The library or store was opened read-only.
 
         Notes
         -----
@@ -841,6 +851,8 @@ class Library:
         ------
         UserInputException
             As for :meth:`merge_experimental`.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -890,6 +902,8 @@ class Library:
         ------
         SchemaException
             A key column is missing or has another dtype than the stored one.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -954,6 +968,8 @@ class Library:
         ------
         ArcticDbNotYetImplemented
             The metadata is above 16 MiB once encoded (nothing is written).
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1313,6 +1329,11 @@ class Library:
         -------
         bool
 
+        Raises
+        ------
+        UserInputException
+            ``symbol`` is not a valid symbol name (e.g. empty).
+
         Examples
         --------
         >>> import pandas as pd, arcticlite as adb
@@ -1397,6 +1418,8 @@ class Library:
         ------
         NoSuchVersionException
             A version named in ``versions`` does not exist (nothing is deleted).
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1442,6 +1465,8 @@ class Library:
             The symbol does not exist.
         InternalException
             Every version of it was deleted.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1512,6 +1537,8 @@ class Library:
         ------
         UnsortedDataException
             ``validate_index`` and the DatetimeIndex is not sorted.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1567,6 +1594,11 @@ class Library:
             A symbol (all its staged data, or its ``job``'s) or the results of :meth:`stage`.
         job : str, optional
             Only the staged data tagged with this job (see :meth:`stage`).
+
+        Raises
+        ------
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1629,6 +1661,8 @@ class Library:
             nothing changes.
         UnsortedDataException
             ``validate_index`` and the staged data overlaps or is out of order.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1683,6 +1717,8 @@ class Library:
             Nothing is staged for the symbol.
         MissingKeysInStageResultsError
             Some of ``stage_results`` are no longer staged; nothing changes.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1845,6 +1881,8 @@ class Library:
         ------
         InternalException
             The symbol is not fragmented (:meth:`is_symbol_fragmented` is False).
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1889,6 +1927,8 @@ class Library:
         ------
         NoDataFoundException
             No such symbol.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1941,6 +1981,8 @@ class Library:
         ------
         UserInputException
             ``rows_per_segment`` is not a positive int.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -1999,6 +2041,8 @@ class Library:
             The symbol was rewritten since the job was planned.
         UserInputException
             The number of results is not the number of tasks.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2128,6 +2172,8 @@ class Library:
             ``mem://`` library.
         CommitConflictError
             A writer touched a folded group meanwhile (nothing was lost; run it again).
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2253,6 +2299,11 @@ class Library:
         Lists every symbol's ref: use it only if :meth:`list_symbols` seems wrong (the list is
         kept up to date by every write and delete, also concurrent ones).
 
+        Raises
+        ------
+        PermissionException
+            The library or store was opened read-only.
+
         Examples
         --------
         >>> import pandas as pd, arcticlite as adb
@@ -2276,6 +2327,11 @@ class Library:
         -------
         int
             The number of journal keys merged.
+
+        Raises
+        ------
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2384,6 +2440,8 @@ class Library:
             A version of ``versions`` is not live.
         UserInputException
             The name is empty, too long or holds ``* < >``.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2459,6 +2517,8 @@ class Library:
         ------
         NoDataFoundException
             No such snapshot.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2651,6 +2711,8 @@ class Library:
         ------
         ArcticDuplicateSymbolsInBatchException
             A symbol appears twice.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2694,6 +2756,8 @@ class Library:
             A symbol appears twice.
         ArcticDbNotYetImplemented
             A payload's metadata is above 16 MiB once encoded (nothing of the batch is written).
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2739,6 +2803,8 @@ class Library:
             A symbol appears twice.
         ArcticUnsupportedDataTypeException
             A payload's data is not a table.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2785,6 +2851,8 @@ class Library:
             A symbol appears twice.
         ArcticUnsupportedDataTypeException
             A payload's data is not a table.
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -2829,6 +2897,8 @@ class Library:
             A symbol appears twice.
         ArcticDbNotYetImplemented
             A payload's metadata is above 16 MiB once encoded (nothing of the batch is written).
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
@@ -3057,6 +3127,11 @@ class Library:
         list of DataError or None
             ``None`` for each item deleted, in order.
 
+        Raises
+        ------
+        PermissionException
+            The library or store was opened read-only.
+
         Examples
         --------
         >>> import pandas as pd, arcticlite as adb
@@ -3093,6 +3168,11 @@ class Library:
         -------
         list of VersionedItem or DataError
             In the order of ``symbols``.
+
+        Raises
+        ------
+        PermissionException
+            The library or store was opened read-only.
 
         Examples
         --------
