@@ -329,7 +329,7 @@ def test_inspect_shows_version_index_and_segments(uri: str, capsys: pytest.Captu
     (["compact", "{uri}", LIB, "blob"], 4, "pickled object"),
     (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/out.xlsx"], 4, "cannot tell the format"),
     (["read", "{uri}", LIB, "AAPL", "--to", "{tmp}/no/such/dir/out.csv"], 5, "cannot write"),
-    (["snapshot", "create", "{uri}", LIB, "snap0"], 1, "already exists"),
+    (["snapshot", "create", "{uri}", LIB, "snap0"], 4, "snapshot 'snap0' already exists in library 'prices'"),
     (["snapshot", "create", "{uri}", LIB, "s2", "--version", "AAPL:1"], 4, "SYMBOL=VERSION"),
     (["read", "{uri}", LIB, "AAPL", "--head", "2", "--tail", "2"], 2, "not allowed with"),
     (["frobnicate", "{uri}"], 2, "invalid choice"),

@@ -91,6 +91,9 @@ def snapshot(args: argparse.Namespace) -> int:
                 if not sep or not sym or not vid.lstrip("-").isdigit():
                     raise CliError(f"--version {pair!r}: write SYMBOL=VERSION, e.g. --version AAPL=3", BAD_INPUT)
                 versions[sym] = int(vid)
+        if args.name in lib.list_snapshots(load_metadata=False):  # a name is taken once (snapshots never change)
+            raise CliError(f"snapshot {args.name!r} already exists in library {lib.name!r}; pick another name or "
+                           "'arcticlite snapshot delete' it first", BAD_INPUT)
         lib.snapshot(args.name, skip_symbols=args.skip or None, versions=versions)
         held = {v.symbol: v.version for v in lib.list_versions(snapshot=args.name)}
         if args.json:
