@@ -286,16 +286,41 @@ def frame_digest(df: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
+def merge_rows_for(rng: Any, cur: pd.DataFrame, value: float, on: list[str]) -> pd.DataFrame:
+    """1-6 rows keyed like ``mk`` (DatetimeIndex, int ``k``, float ``v``): some copy stored keys,
+    the others are new; one row per key (the index and ``on``), sorted by the index."""
+    rows = []
+    for _ in range(rng.randrange(1, 7)):
+        if len(cur) and rng.random() < 0.6:
+            i = rng.randrange(len(cur))
+            ts, kk = cur.index[i], int(cur["k"].iloc[i])
+            if not on and rng.random() < 0.3:
+                kk = rng.randrange(4)  # k is not a key here: a new value
+        else:
+            ts, kk = pd.Timestamp("2024-01-01") + pd.Timedelta(days=rng.randrange(30)), rng.randrange(4)
+        rows.append((ts, kk, value + rng.randrange(100) / 4))
+    df = pd.DataFrame({"k": np.array([r[1] for r in rows], dtype=np.int64),
+                       "v": np.array([r[2] for r in rows], dtype=np.float64)},
+                      index=pd.DatetimeIndex([r[0] for r in rows]))
+    df = df[~pd.DataFrame({"ix": df.index, **{c: df[c] for c in on}}).duplicated().to_numpy()]
+    return df.sort_index(kind="stable")
+
+
 def kill_worker(uri: str, lib_name: str, run: int, ack_path: str) -> None:
     """Make random operations (seeded by ``run``) until killed: appends to ``log`` (columns
     ``run``, ``k``), writes / updates / version deletes of ``w0 .. w3``, snapshots,
-    ``compact_data("log")`` and stage + finalize of ``st{run}``. After each returns, one line is
-    appended to ``ack_path`` (``os.write`` on an ``O_APPEND`` file: whole lines survive a kill):
-    ``A run k`` / ``W sym version digest`` / ``D sym version`` (``d``: before the delete) /
-    ``S name`` / ``F sym digest``."""
+    ``compact_data("log")``, stage + finalize of ``st{run}``, and, interleaved by a second seeded
+    generator (about one call in six, so that the other calls come in the same order as
+    without them), keyed merges (random strategy, on the index or the index and column ``k``),
+    ``delete_rows`` and ``compact_deltas`` of ``mk``, whose frame the worker models in pandas
+    (:func:`model_merge`) from the state it reads at its start. After each returns, one line is appended to ``ack_path`` (``os.write``
+    on an ``O_APPEND`` file: whole lines survive a kill): ``A run k`` / ``W sym version digest``
+    / ``D sym version`` (``d``: before the delete) / ``S name`` / ``F sym digest`` /
+    ``M version digest call`` (of ``mk``; ``m digest``: before the call, the model after it)."""
     import random
 
     from arcticlite import Arctic
+    from arcticlite.library import MergeStrategy
 
     lib = Arctic(uri)[lib_name]
     rng = random.Random(run)
@@ -305,9 +330,41 @@ def kill_worker(uri: str, lib_name: str, run: int, ack_path: str) -> None:
         os.write(fd, (line + "\n").encode())
 
     base = pd.Timestamp("2024-01-01") + pd.Timedelta(hours=run)  # each run appends after the last
+    merged = lib.read("mk").data  # the model of mk: what an earlier run's last call left
+    mrng = random.Random(10**6 + run)  # keyed calls interleave; the other calls come as before
     ack(f"R {run}")
+
+    def keyed(k: int) -> None:
+        nonlocal merged
+        on = mrng.choice([[], ["k"]])
+        r = mrng.random()
+        if r < 0.6:
+            strategy = mrng.choice([("update", "do_nothing"), ("do_nothing", "insert"), ("update", "insert")])
+            src = merge_rows_for(mrng, merged, run * 1000 + k, on)
+            after = model_merge(merged, src, strategy, on)
+            ack(f"m {frame_digest(after)}")
+            v = lib.merge("mk", src, strategy=MergeStrategy(*strategy), on=on, upsert=mrng.random() < 0.3).version
+            what = "merge-" + {"update": "U", "do_nothing": "-"}[strategy[0]] + \
+                {"insert": "I", "do_nothing": "-"}[strategy[1]]
+        elif r < 0.85:
+            keys = merge_rows_for(mrng, merged, 0, on)
+            after = model_delete_rows(merged, keys, on)
+            ack(f"m {frame_digest(after)}")
+            v = lib.delete_rows("mk", keys[on] if mrng.random() < 0.5 else keys, on=on).version
+            what = "delete_rows"
+        else:
+            after = merged
+            ack(f"m {frame_digest(after)}")
+            v = lib.compact_deltas("mk").version
+            what, on = "compact_deltas", []
+        merged = after
+        ack(f"M {v} {frame_digest(after)} {what}{'-on_k' if on else ''}")
+
     k = 0
     while True:
+        if mrng.random() < 0.16:
+            keyed(k)
+            continue
         r = rng.random()
         if r < 0.4:
             df = pd.DataFrame({"run": np.array([run], dtype=np.int64), "k": np.array([k], dtype=np.int64)},
@@ -351,7 +408,6 @@ def kill_worker(uri: str, lib_name: str, run: int, ack_path: str) -> None:
                 lib.stage(sym, df)
                 lib.finalize_staged_data(sym)
                 ack(f"F {sym} {frame_digest(df)}")
-
 
 # -- a pandas model of keyed merge (ArcticDB's merge_experimental semantics) -----------------------
 class AmbiguousMerge(Exception):
