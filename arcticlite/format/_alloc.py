@@ -18,9 +18,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-#: Arrays at least this large come from numpy in 4 KiB pages, mapped on another thread while
-#: they are filled (:func:`prefault`); smaller ones from Arrow's pool.
+#: Results at least this large are mapped on another thread while they are filled
+#: (:func:`prefault`).
 PREFAULT_MIN_BYTES = 32 << 20
+#: Arrays at least this large come from numpy in 4 KiB pages; smaller ones from Arrow's pool,
+#: whose transparent huge pages fault faster when the kernel has them at hand. Measured on the
+#: 2-vCPU VM (fair harness, alternated, 3 runs): a 10M x 10 float64 read (one 800 MB block)
+#: took 0.27-1.83 s with huge pages (median 1.51 s: the kernel compacting memory for them) and
+#: 0.50-0.52 s in 4 KiB pages; a 20,000 x 1,000 read (one 160 MB block) 0.063-0.077 s with
+#: huge pages and 0.113-0.129 s in 4 KiB pages.
+SMALL_PAGES_MIN_BYTES = 256 << 20
 
 POOL_MIN_BYTES = 1 << 20
 """Smaller arrays come from numpy: malloc's heap already reuses them, and many mid-sized pool
@@ -33,7 +40,7 @@ def empty(n: int, dtype: Any) -> np.ndarray:
     dt = np.dtype(dtype)
     if dt.hasobject or n * dt.itemsize < POOL_MIN_BYTES:
         return np.empty(n, dtype=dt)
-    if n * dt.itemsize >= PREFAULT_MIN_BYTES:  # a large result: 4 KiB pages, prefaulted (below)
+    if n * dt.itemsize >= SMALL_PAGES_MIN_BYTES:  # a very large result: 4 KiB pages, prefaulted (below)
         with small_pages():
             return np.empty(n, dtype=dt)
     return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dtype=dt)
