@@ -37,13 +37,13 @@ from arcticlite import Arctic, Library
 pytestmark = pytest.mark.slow
 
 LMDB_S3 = [pytest.param("lmdb", marks=pytest.mark.lmdb), pytest.param("s3", marks=pytest.mark.s3)]
-# OPEN DEFECT (docs/reliability.md, "Open findings"): in about one default LMDB run in ten, a
+# OPEN DEFECT (docs/reliability.md, "Still to do"): in about one default LMDB run in ten, a
 # live version of a symbol that only sees writes, updates and version deletes is left missing
 # a data segment after the kills (or gc finds one leftover). Known and tracked, not yet found:
 # the random-instants run is marked as an expected failure on LMDB until it is fixed, so that
 # its result is reported (XFAIL / XPASS) without hiding the rest of the suite.
 KNOWN_LMDB_LOSS = pytest.mark.xfail(reason="open defect: a killed writer can leave a live LMDB version missing a "
-                                           "segment (docs/reliability.md, Open findings)", strict=False)
+                                           "segment (docs/reliability.md, Still to do)", strict=False)
 LMDB_S3_RANDOM = [pytest.param("lmdb", marks=[pytest.mark.lmdb, KNOWN_LMDB_LOSS]),
                   pytest.param("s3", marks=pytest.mark.s3)]
 FULL = os.environ.get("ARCTICLITE_BATTERY") == "full"
