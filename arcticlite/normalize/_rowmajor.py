@@ -79,12 +79,17 @@ def has_placeholders(schema: pa.Schema) -> bool:
 
 _local = threading.local()
 _TILE = 4096  # rows per transposed tile (10 float64 columns: 320 KiB)
+#: Buffers up to this size stay with their thread for the next segment (a 100,000-row segment of
+#: 40 float64 columns); larger ones are allocated per segment, so that no thread keeps one.
+_KEEP_BYTES = 32 << 20
 
 
 def _buffer(shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
     """A ``shape`` array of ``dtype`` owned by this thread, reused from one segment to the next
     (its previous contents are dead once the segment holding them is encoded)."""
     need = shape[0] * shape[1] * dtype.itemsize
+    if need > _KEEP_BYTES:  # a very wide segment: not kept by the thread after the write
+        return np.empty(shape, dtype)
     buf = getattr(_local, "buf", None)
     if buf is None or buf.nbytes < need:
         buf = _local.buf = np.empty(need, dtype=np.uint8)

@@ -109,3 +109,13 @@ def test_a_wide_frame_from_a_2d_array_reads_back_exactly(ac: Arctic) -> None:
     pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
     pd.testing.assert_frame_equal(lib.read("s", columns=["c399", "c0", "c200"][::-1]).data[["c0", "c200", "c399"]],
                                   df[["c0", "c200", "c399"]], check_freq=False)
+
+
+def test_segments_too_wide_to_keep_a_buffer_for_are_exact(lib, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment's rows larger than a thread keeps are transposed into memory of their own."""
+    from arcticlite.normalize import _rowmajor
+
+    monkeypatch.setattr(_rowmajor, "_KEEP_BYTES", 0)
+    df = _frame("float64", k=6)
+    lib.write("s", df)
+    pd.testing.assert_frame_equal(lib.read("s").data, df, check_freq=False)
