@@ -286,10 +286,15 @@ class TableIndexIO:
                     out.append(None)
             return out
 
-    def node_digests(self, roots: Iterable[IndexRoot], seen: set[str] | None = None) -> tuple[set[str], set[str]]:
+    def node_digests(self, roots: Iterable[IndexRoot], seen: set[str] | None = None,
+                     *, strict: bool = False) -> tuple[set[str], set[str]]:
         """All node digests and leaf (segment) digests reachable from ``roots``.
 
-        Nodes in ``seen`` are not descended again (versions share most of their nodes).
+        Nodes in ``seen`` are not descended again (versions share most of their nodes). A
+        node that is not in the store is skipped (an earlier clean-up removed it) -- unless
+        ``strict``: the roots are versions that must be kept, whose leaves a caller is about to
+        spare from deletion, and a missing node would make them look unreachable; then
+        :class:`CorruptDataError` names it.
         """
         seen = set() if seen is None else seen
         nodes: set[str] = set()
@@ -303,8 +308,13 @@ class TableIndexIO:
             nodes.update(frontier)
             nxt: list[str] = []
             for data, digest in zip(self._read_present(frontier), frontier, strict=True):
-                if data is None:  # already removed by an earlier clean-up
-                    continue
+                if data is None:
+                    if strict:
+                        raise CorruptDataError(
+                            f"index node {self._key_of(digest)!r} of a version that is kept is missing from the "
+                            "store; nothing was deleted (its segments would have looked unreachable); restore the "
+                            "store from a backup, or delete the versions that use it")
+                    continue  # already removed by an earlier clean-up
                 level, rows = self._node(data, digest)
                 digests = hex_digests(rows)
                 if level == 0:

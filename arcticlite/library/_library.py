@@ -2232,6 +2232,9 @@ class Library:
         ------
         PermissionException
             The library is read-only and ``dry_run`` is False.
+        CorruptDataError
+            An index node of a live or snapshot-held version is missing from the store: its
+            segments would look unreachable, so nothing is deleted.
 
         Notes
         -----

@@ -186,6 +186,31 @@ class _EnvHandle:
     def map_size(self) -> int:
         return int(self.env.info()["map_size"])
 
+    def begin(self, write: bool = False, buffers: bool = False) -> Any:
+        """A transaction; a read transaction is never behind the last commit on disk.
+
+        LMDB readers take their snapshot from the last-committed-transaction counter in the
+        shared lock file, which a writer moves *after* writing its meta page. A writer killed
+        between the two (kill -9 during the synchronous meta write) leaves the commit on disk
+        but the counter behind: until the next write transaction repairs it, every reader of an
+        environment opened before the kill sees the state before that commit, and a decision
+        made on that stale view (gc, the cleanup after a delete) is then applied to the real
+        one -- deleting the segments of the version it could not see. So a read transaction
+        that starts behind the newest meta page makes the repair first: it takes the writer
+        lock for an empty write transaction (LMDB recovers a dead writer's lock and moves the
+        counter to the meta page; a live writer inside that window finishes first).
+        """
+        env = self.env
+        if write or self.read_only:  # a write transaction takes the lock (and repairs) itself
+            return env.begin(write=write, buffers=buffers)
+        last = env.info()["last_txnid"]
+        txn = env.begin(buffers=buffers)
+        if txn.id() >= last:
+            return txn
+        txn.abort()
+        env.begin(write=True).abort()  # catch up: see the docstring
+        return env.begin(buffers=buffers)
+
 
 _registry: dict[tuple[int, str], _EnvHandle] = {}
 _registry_lock = threading.Lock()
@@ -376,7 +401,7 @@ class LmdbStore(KVStore):
             try:
                 lock.acquire_shared()
                 try:
-                    with handle.env.begin(write=write, buffers=buffers) as txn:
+                    with handle.begin(write=write, buffers=buffers) as txn:
                         return fn(txn)
                 finally:
                     lock.release_shared()  # before any resize below
@@ -488,7 +513,7 @@ class LmdbStore(KVStore):
         what = f"read {key!r}"
         for _ in range(_MAX_GROWTHS):
             try:
-                with handle.lock.shared(), handle.env.begin(buffers=True) as txn:
+                with handle.lock.shared(), handle.begin(buffers=True) as txn:
                     value = self._get(txn, key)
                     if value is None:
                         raise KeyNotFoundException(f"key {key!r} not found in {self!r}")

@@ -93,7 +93,10 @@ def cleanup(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots, 
         return
     index = engine.index(sym)
     seen: set[str] = set()
-    keep_nodes, keep_segs = index.node_digests([r.index for r in keep if r.index], seen)
+    try:
+        keep_nodes, keep_segs = index.node_digests([r.index for r in keep if r.index], seen, strict=True)
+    except CorruptDataError:
+        return  # what is kept cannot be walked: delete nothing (gc names the damage)
     drop_nodes, drop_segs = index.node_digests([r.index for r in drop if r.index], set(seen))
     doomed = [engine.keys.tindex(sym, d) for d in drop_nodes - keep_nodes]
     doomed += [engine.keys.tdata(sym, d) for d in drop_segs - keep_segs]
@@ -127,7 +130,7 @@ def _reach_symbol(engine: TableEngine, versions: VersionEngine, sym: str, held: 
         for rec in versions.history(sym, head):
             if rec.is_data and rec.index is not None and (head.is_live(rec.seq) or rec.seq in held):
                 roots.append(rec.index)
-    nodes, segs = engine.index(sym).node_digests(roots)
+    nodes, segs = engine.index(sym).node_digests(roots, strict=True)  # a missing node stops gc
     reach.update(keys.tindex(sym, d) for d in nodes)
     reach.update(keys.tdata(sym, d) for d in segs)
 

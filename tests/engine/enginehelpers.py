@@ -306,6 +306,21 @@ def merge_rows_for(rng: Any, cur: pd.DataFrame, value: float, on: list[str]) -> 
     return df.sort_index(kind="stable")
 
 
+def commit_loop_worker(uri: str, lib_name: str, ready_path: str) -> None:
+    """Write a small version of ``s`` after another until killed; ``ready_path`` is created
+    once the first one is committed."""
+    from arcticlite import Arctic
+
+    lib = Arctic(uri)[lib_name]
+    i = 0
+    while True:
+        lib.write("s", pd.DataFrame({"x": np.arange(i, i + 50, dtype=np.int64)},
+                                    index=pd.date_range("2024-01-01", periods=50)))
+        if i == 0:
+            open(ready_path, "w").close()
+        i += 1
+
+
 def kill_worker(uri: str, lib_name: str, run: int, ack_path: str) -> None:
     """Make random operations (seeded by ``run``) until killed: appends to ``log`` (columns
     ``run``, ``k``), writes / updates / version deletes of ``w0 .. w3``, snapshots,

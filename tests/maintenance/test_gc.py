@@ -93,3 +93,21 @@ def test_a_refused_write_leaves_nothing_behind(lib: adb.Library) -> None:
     assert _data_keys(lib) - before == {k for k in _data_keys(lib) if "/s/" in k}
     report = lib.gc(grace_period=0, dry_run=True)
     assert report.unreachable == 0
+
+
+def test_gc_refuses_to_delete_when_a_kept_versions_index_node_is_missing(lib: adb.Library) -> None:
+    """A lost index node would make its version's segments look unreachable: gc names the
+    damage and deletes nothing, and neither does the clean-up after a version delete."""
+    lib.write("s", _df(7))
+    lib.update("s", _df(2, 5.0))  # shares segments with version 0
+    lib.write("t", _df(4))
+    lost = sorted(lib._store.list_keys("gc/tindex/t/"))[0]
+    lib._store.delete([lost])
+    before = _data_keys(lib)
+    with pytest.raises(adb.exceptions.CorruptDataError, match="nothing was deleted"):
+        lib.gc(grace_period=0)
+    assert _data_keys(lib) == before
+    lib.write("t", _df(5))
+    lib.delete("t", versions=[1])  # the clean-up cannot walk version 0: it deletes nothing
+    assert _data_keys(lib) >= before
+    pd.testing.assert_frame_equal(lib.read("s").data, pd.concat([_df(2, 5.0), _df(7).iloc[2:]]), check_freq=False)
