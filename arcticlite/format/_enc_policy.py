@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["POLICIES", "READ", "REUSE", "SIZE", "WRITE", "Policy", "current", "run_with"]
+__all__ = ["POLICIES", "READ", "REUSE", "REUSE_GAIN", "REUSE_MAX", "REUSE_SLACK", "SIZE", "WRITE", "Policy", "current", "run_with"]
 
 T = TypeVar("T")
 
@@ -49,6 +49,15 @@ class Policy:
 
 #: Pages that reuse a stream's remembered encoding choice before it is searched again.
 REUSE = 15
+#: A numeric stream whose search gains nothing (its page is not :data:`REUSE_GAIN` times the
+#: size of the last choice's, or smaller) reuses the choice for four times as many pages,
+#: up to this many: stationary data is searched a few times per write, not every
+#: :data:`REUSE` pages.
+REUSE_MAX = 240
+REUSE_GAIN = 0.97
+#: A reused choice whose page comes out this many times larger (per value) than the page it
+#: was chosen on is searched again on the next page.
+REUSE_SLACK = 1.15
 
 
 SIZE = Policy("size", zstd=True, min_avg_run=4)

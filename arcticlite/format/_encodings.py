@@ -98,7 +98,7 @@ from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileE
 from arcticlite.format import _enc_binary as _bin
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
-from arcticlite.format._enc_policy import REUSE
+from arcticlite.format._enc_policy import REUSE, REUSE_GAIN, REUSE_MAX, REUSE_SLACK
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -235,20 +235,27 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
     if n > WHOLE_CHOICE_LIMIT:
         return _encode_sampled(xi, floats)
     memo = _policy().memo if key is not None else None
-    if memo is not None:
-        entry = memo.get(key)
-        if entry is not None and entry[4] > 0:
-            scheme, mode, codec, level, left = entry[:5]
-            memo[key] = (scheme, mode, codec, level, left - 1, *entry[5:])
-            recipe = entry[5] if len(entry) > 5 else None
-            body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
-                    else encode_scheme(xi, scheme, 0, mode, floats))
-            return compress_if_it_pays(body, codec, level)
+    entry = memo.get(key) if memo is not None else None
+    if entry is not None and entry[4] > 0:
+        scheme, mode, codec, level, left = entry[:5]
+        recipe = entry[5] if len(entry) > 5 else None
+        body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
+                else encode_scheme(xi, scheme, 0, mode, floats))
+        blob = compress_if_it_pays(body, codec, level)
+        # a choice that stopped paying (the data changed) is searched again on the next page
+        worse = len(entry) > 7 and len(blob) > REUSE_SLACK * entry[7] * n
+        memo[key] = (scheme, mode, codec, level, 0 if worse else left - 1, *entry[5:])  # type: ignore[index]
+        return blob
     variants = _variants(xi, floats)
     i, codec, level, blob = choose_codec_blob([b for b, _ in variants])
     if memo is not None:
         chosen, mode = variants[i]
-        memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, REUSE, recipe_of(chosen))
+        recipe = recipe_of(chosen)
+        # a search that gained nothing over the choice it replaces: trust the stream's choices
+        # for four times as many pages (up to REUSE_MAX)
+        stale = entry is not None and len(entry) > 7 and len(blob) >= REUSE_GAIN * entry[7] * n
+        span = min(4 * entry[6], REUSE_MAX) if stale else REUSE  # type: ignore[index]
+        memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, span, recipe, span, len(blob) / n)
     return blob
 
 
