@@ -49,7 +49,7 @@ from arcticlite.normalize._nanrows import (
     nan_rows_name,
     split_nan_rows,
 )
-from arcticlite.normalize._rowmajor import RowMajorBlock, defer_row_major
+from arcticlite.normalize._rowmajor import RowMajorBlock, defer_row_major, row_major_numeric
 from arcticlite.normalize._schema import common_meta, common_schema, sortedness
 
 __all__ = [
@@ -329,7 +329,6 @@ def _columns_dtype(columns: pd.Index) -> str:
 
 _TRANSPOSE_ROWS = 4096
 _TRANSPOSE_COLS = 256
-_DENSE_KINDS = frozenset("iu")
 
 
 def _empty_small_pages(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -352,15 +351,9 @@ def _dense_numeric_columns(df: pd.DataFrame, skip: Any = ()) -> dict[int, np.nda
     blocks = getattr(getattr(df, "_mgr", None), "blocks", ())  # private pandas API: optional
     for blk in blocks:
         values = getattr(blk, "values", None)
-        if (
-            not isinstance(values, np.ndarray)
-            or values.ndim != 2
-            or values.shape[0] < 2
-            or values.flags.c_contiguous
-            or not (values.dtype.kind in _DENSE_KINDS or values.dtype in (np.float32, np.float64))
-            or int(blk.mgr_locs.as_array[0]) in skip
-        ):
+        if not row_major_numeric(values) or int(blk.mgr_locs.as_array[0]) in skip:
             continue
+        assert isinstance(values, np.ndarray)
         k, n = values.shape
         dense = _empty_small_pages((k, n), values.dtype)
         for c in range(0, k, _TRANSPOSE_COLS):  # tiles of 4096 rows x 256 columns

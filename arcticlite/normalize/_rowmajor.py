@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from arcticlite.normalize._columns import ROW_MAJOR
 
-__all__ = ["ROW_MAJOR", "RowMajorBlock", "defer_row_major", "fill_rows", "has_placeholders"]
+__all__ = ["ROW_MAJOR", "RowMajorBlock", "defer_row_major", "fill_rows", "has_placeholders", "row_major_numeric"]
 
 _KINDS = frozenset("iu")
 #: Smaller blocks are transposed at once: a segment or two gain nothing from deferring.
@@ -40,15 +40,24 @@ class RowMajorBlock:
     names: tuple[str, ...]
 
 
-def _eligible(values: Any, n: int) -> bool:
+def row_major_numeric(values: Any) -> bool:
+    """Whether a pandas block's ``values`` (``(k, n)``) are a row-major view of numeric data
+    (int, uint, float32/64) holding two columns or more: a strided view per column, which
+    Arrow would gather column by column."""
     return (
         isinstance(values, np.ndarray)
         and values.ndim == 2
         and values.shape[0] >= 2
-        and n * values.shape[0] >= MIN_VALUES
         and not values.flags.c_contiguous
-        and values.T.flags.c_contiguous  # one dense (n, k) array: rows of a segment are contiguous
         and (values.dtype.kind in _KINDS or values.dtype in (np.float32, np.float64))
+    )
+
+
+def _eligible(values: Any, n: int) -> bool:
+    return (
+        row_major_numeric(values)
+        and n * values.shape[0] >= MIN_VALUES
+        and values.T.flags.c_contiguous  # one dense (n, k) array: rows of a segment are contiguous
     )
 
 
