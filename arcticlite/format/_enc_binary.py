@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
 from arcticlite.format._alloc import empty
-from arcticlite.format._enc_bitpack import _temp, packed_words, unpack_into
+from arcticlite.format._enc_bitpack import _temp, packed_words, unpack_into, unpack_u16
 from arcticlite.format._enc_gather import gather_fixed
 from arcticlite.format._enc_policy import REUSE
 from arcticlite.format._enc_policy import current as _policy
@@ -341,9 +341,11 @@ def _narrow_codes(mv: memoryview, count: int) -> np.ndarray | None:
     packed = np.frombuffer(mv, dtype=np.uint64, count=words, offset=FOR_HDR.size)
     if not packed.flags.aligned:
         packed = packed.copy()
-    out = np.empty(count, dtype=np.uint16)
-    unpack_into(packed.reshape(width, -1), count, width, out, 0, 1)
-    return out
+    if width in (1, 2, 4, 8, 16) or not count:
+        out = np.empty(count, dtype=np.uint16)
+        unpack_into(packed.reshape(width, -1), count, width, out, 0, 1)
+        return out
+    return unpack_u16(packed.reshape(width, -1), count, width)
 
 
 _I32_MAX = int(np.iinfo(np.int32).max)

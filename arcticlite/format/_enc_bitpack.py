@@ -196,6 +196,19 @@ def unpack_into(
     _emit(vals.reshape(64, 1, lanes), n, out_u, base, factor)
 
 
+def unpack_u16(packed: np.ndarray, n: int, width: int) -> np.ndarray:
+    """The first ``n`` values of a lane-layout block of ``width`` bits (below 16, not 1, 2, 4
+    or 8), without frame of reference, as a fresh ``uint16`` array: the slots are unpacked
+    straight into the array's memory (one ``(64, L)`` block in slot order, which is the
+    values' order), saving :func:`unpack_into`'s copy into an output of exactly ``n``."""
+    lanes = packed.shape[1]
+    sub = _temp("sub", (width, 4, lanes), _U16)
+    np.copyto(sub, packed.view(_U16).reshape(width, lanes, 4).transpose(0, 2, 1))
+    out = np.empty((64, lanes), dtype=_U16)
+    _shift_rows(sub.reshape(4 * width, lanes), width, 16, out)
+    return out.reshape(-1)[:n]
+
+
 _U16 = np.dtype(np.uint16)
 _UINT: dict[int, np.dtype[Any]] = {1: _U8, 2: _U16, 4: np.dtype(np.uint32), 8: _U64}
 

@@ -121,13 +121,20 @@ class _Page:
             got = _numpy_mask(v, term)
             return got if got is not None else term_mask(pa.array(np.ascontiguousarray(v)), term)
         assert self.arr is not None
-        m = term_mask(self.arr, term)
-        if not self.is_dict:
-            return m[a:b]
-        hits = np.flatnonzero(m)
+        found = _dictionary_hits(self.offsets, self.data, self.arr.type, term) if self.is_dict else None
+        if found is not None:
+            hits = found
+            if len(hits) > _FEW_CODES:
+                m = np.zeros(len(self.arr), dtype=bool)
+                m[hits] = True
+        else:
+            m = term_mask(self.arr, term)
+            if not self.is_dict:
+                return m[a:b]
+            hits = np.flatnonzero(m)
         if not len(hits):
             return None
-        if len(hits) == len(m):
+        if len(hits) == len(self.arr):
             return np.ones(b - a, dtype=bool)
         codes = self.codes()[a:b]
         if len(hits) <= _FEW_CODES:
@@ -137,6 +144,58 @@ class _Page:
                 out |= codes == kind(h)
             return out
         return m[codes]
+
+
+#: A needle found more often than this inside a dictionary's bytes (a short value, part of many
+#: entries) is looked up by comparing the entries of its length instead.
+_MAX_FINDS = 16
+
+
+def _dictionary_hits(offsets: np.ndarray | None, data: np.ndarray | None, typ: pa.DataType,
+                     term: F.Term) -> np.ndarray | None:
+    """Positions (sorted) of the dictionary entries (int64 ``offsets`` from 0 into uint8
+    ``data``) equal to the value of an ``==`` term or to one of an ``in`` term's, for a string
+    dictionary and ``str`` values (binary: ``bytes``); None when the term is of another kind
+    (then Arrow judges). Each value is searched in the dictionary's bytes and kept where it
+    spans a whole entry: no Arrow call, no pass over every entry."""
+    if offsets is None or data is None or term.op not in ("==", "in"):
+        return None
+    values = [term.value] if term.op == "==" else list(term.value)
+    text = pa.types.is_large_string(typ) or pa.types.is_string(typ)
+    needles = []
+    try:
+        for v in values:
+            if text and isinstance(v, str):
+                needles.append(v.encode("utf-8"))
+            elif not text and isinstance(v, bytes):
+                needles.append(v)
+            else:
+                return None
+    except UnicodeEncodeError:
+        return None
+    offs = np.asarray(offsets, dtype=np.int64)
+    size = len(offs) - 1
+    hay = np.asarray(data).tobytes()
+    hits: set[int] = set()
+    for needle in set(needles):
+        n = len(needle)
+        found = 0
+        p = hay.find(needle) if n else -1
+        while p >= 0 and found <= _MAX_FINDS:
+            k = int(np.searchsorted(offs, p, "right")) - 1  # the last entry starting at p (others are empty)
+            if k < size and int(offs[k]) == p and int(offs[k + 1]) - p == n:
+                hits.add(k)
+            found += 1
+            p = hay.find(needle, p + 1)
+        if n and found <= _MAX_FINDS:
+            continue
+        # empty or frequent needle: compare every entry of its length
+        cand = np.flatnonzero(np.diff(offs) == n)
+        if n and len(cand):
+            at = offs[cand, None] + np.arange(n)
+            cand = cand[(np.asarray(data)[at] == np.frombuffer(needle, np.uint8)).all(axis=1)]
+        hits.update(cand.tolist())
+    return np.array(sorted(hits), dtype=np.int64)
 
 
 _NUMPY_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,

@@ -514,3 +514,39 @@ def test_byte_planes_chosen_for_zstd() -> None:
     d = describe(roundtrip(x))
     assert re.search(r"split\(\d+\)\+(zstd|lz4)$", d), d
     assert "split" not in describe(roundtrip(x, allow_compression=False))
+
+
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 4097, 100_000])
+def test_dictionary_codes_of_every_narrow_width_decode_exactly(count: int) -> None:
+    # the codes of dictionary pages (up to 65,536 entries) unpack straight into uint16, for
+    # a filter judged on them and for a column read as codes
+    import pyarrow as pa
+
+    from arcticlite import format as fermion
+
+    rng = np.random.default_rng(count)
+    for width in (1, 3, 7, 8, 9, 14, 15, 16):
+        size = min(1 << width, 70_000, max(2, count // 2))
+        words = np.array([f"w{i}" for i in range(size)], dtype=object)
+        codes = rng.integers(0, size, count)
+        col = pa.array(words[codes], pa.large_string())
+        blob = fermion.encode(pa.table({"s": col}))
+        reader = fermion.FermionReader(blob)
+        coded = reader.read_dictionary("s")
+        if coded is not None:
+            assert coded.cast(pa.large_string()).to_pylist() == col.to_pylist(), width
+        for probe in (words[codes[0]], words[codes[-1]]):
+            rows = fermion.FermionReader(blob).match_rows([("s", "==", probe)])
+            assert rows.tolist() == np.flatnonzero(words[codes] == probe).tolist(), width
+
+
+@pytest.mark.parametrize("width", [3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15])
+def test_narrow_bit_widths_unpack_into_uint16_exactly(width: int) -> None:
+    from arcticlite.format._enc_bitpack import pack, unpack_u16
+
+    rng = np.random.default_rng(width)
+    for n in (1, 63, 64, 65, 1000, 99_999, 100_000):
+        values = rng.integers(0, 1 << width, n).astype(np.uint64)
+        values[-1] = (1 << width) - 1
+        got = unpack_u16(np.asarray(pack(values, width)).reshape(width, -1), n, width)
+        assert got.dtype == np.uint16 and got.tolist() == values.tolist()

@@ -134,3 +134,27 @@ def test_number_columns_keep_every_row_a_tricky_comparison_passes(term: tuple) -
     passing = set(marked.filter(_mask(table, term)).column("_r").to_pylist())
     assert passing <= set(rows.tolist())
     assert len(rows) == len(passing) or term[1] in ("in",)  # numbers without nulls: exact
+
+
+@pytest.mark.parametrize("values", [
+    ["bc"], ["abc"], [""], ["a"], ["é", "ü"], ["ab", "c", "zz"], ["a" * 40], [1], ["abc", None],
+])
+@pytest.mark.parametrize("binary", [False, True])
+def test_dictionary_pages_find_exactly_the_entries_equal_to_a_value(values: list, binary: bool) -> None:
+    # a value is looked up in the dictionary's bytes: entries next to each other spell "bc"
+    # ("ab" + "c"), "a" is part of most entries, "" is an entry of its own
+    words = ["ab", "c", "abc", "", "a", "ba", "aa", "é", "éü", "ü", "a" * 40, "a" * 39]
+    rng = np.random.default_rng(5)
+    picked = rng.choice(np.array(words, dtype=object), 4000)
+    arr = pa.array([w.encode() for w in picked] if binary else list(picked),
+                   pa.large_binary() if binary else pa.large_string())
+    table = pa.table({"w": arr})
+    blob = fermion.encode(table, page_size=4096)
+    probe = [v.encode() if binary and isinstance(v, str) else v for v in values]
+    for term in ([("w", "==", probe[0])], [("w", "in", probe)]):
+        rows = fermion.FermionReader(blob).match_rows(term)
+        want = [i for i, w in enumerate(picked) if (w.encode() if binary else w) in probe[:1 if term[0][1] == "==" else None]]
+        assert set(want) <= set(rows.tolist())
+        if all(isinstance(v, bytes if binary else str) for v in probe):  # judged exactly
+            assert rows.tolist() == want, term
+            assert fermion.FermionReader(blob).read(None, filter=term).num_rows == len(want)
