@@ -151,6 +151,9 @@ def _data_stored_names(
 
 
 # ---------------------------------------------------------------------------------- index
+_NAT = np.iinfo(np.int64).min  # NaT's int64 value
+
+
 def _datetime_to_arrow(idx: pd.DatetimeIndex) -> tuple[pa.Array, dict[str, Any]]:
     """A DatetimeIndex as naive ``timestamp('ns')`` of UTC instants, plus the NormMeta fields
     of its tz and unit."""
@@ -162,7 +165,11 @@ def _datetime_to_arrow(idx: pd.DatetimeIndex) -> tuple[pa.Array, dict[str, Any]]
     except (OverflowError, ValueError) as exc:  # pandas' OutOfBoundsDatetime is a ValueError
         raise UserInputException(_INDEX_RANGE.format(name=idx.name)) from exc
     fields = {"tz": tz, "tz_library": lib, "index_unit": unit, "index_hints": ("dt",)}
-    return pa.array(ns.asi8.view("M8[ns]")), fields
+    ints = ns.asi8
+    if len(ints) and ints.min() != _NAT and ints.flags.c_contiguous:
+        # no NaT: the user's int64 nanoseconds as the buffer, without pyarrow's NaT scan
+        return pa.Array.from_buffers(pa.timestamp("ns"), len(ints), [None, pa.py_buffer(ints)]), fields
+    return pa.array(ints.view("M8[ns]")), fields
 
 
 def _index_to_arrow(
