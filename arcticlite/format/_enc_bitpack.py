@@ -16,6 +16,7 @@ the narrowest sub-word that keeps the shifts simple (bytes for widths 1/2/4, str
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from typing import Any
 
@@ -223,7 +224,7 @@ _SCRATCH_MAX = 1 << 22
 def _temp(key: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A C-contiguous array of ``shape``/``dtype`` over this thread's scratch buffer ``key``
     (contents undefined; valid until the next ``_temp`` call with the same key)."""
-    nbytes = dtype.itemsize * int(np.prod(shape))
+    nbytes = dtype.itemsize * math.prod(shape)  # (numpy.prod of a tuple costs a few µs)
     if nbytes > _SCRATCH_MAX:
         return np.empty(shape, dtype=dtype)
     buf = getattr(_SCRATCH, key, None)

@@ -615,6 +615,9 @@ class FermionReader:
             raise UserInputException(f"rows must lie in [0, {self.num_rows}) of the file")
         if len(sel) > 1 and not bool((np.diff(sel) > 0).all()):
             raise UserInputException("rows must be sorted and unique")
+        if not len(sel):  # no row: the columns' types alone (no column metadata parsed)
+            self._load_fields(idx)
+            return self._schema_of(idx, self._meta()).empty_table()
         self._load_cmbs(idx)
         coll = self._collector()
         starts = self._stripe_starts(None)

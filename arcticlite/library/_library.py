@@ -1112,7 +1112,7 @@ class Library:
                 except (pickle.UnpicklingError, EOFError, ValueError, OverflowError, IndexError) as exc:
                     raise CorruptDataError(f"pickled data does not load ({type(exc).__name__}: {exc})") from exc
         plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=args.row_range(row_range),
-                                columns=columns, query_builder=query_builder)
+                                columns=columns, query_builder=query_builder, judge_when_decoding=True)
         return self._table.read(plan, self._output(output_format), strings=strings)
 
     def _explain(self, symbol: str, query_builder: Any, *, as_of: Any = None, date_range: Any = None,

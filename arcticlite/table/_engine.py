@@ -153,13 +153,15 @@ class TableEngine:
     # -- reads ----------------------------------------------------------------------------------
     def plan(self, rec: VersionRecord, *, date_range: tuple[int, int] | None = None,
              row_range: tuple[Any, Any] | None = None, columns: list[Any] | None = None,
-             query_builder: Any = None, stats: PruneStats | None = None) -> ReadPlan:
-        """Plan the read of data version ``rec`` (see :func:`~arcticlite.table._read.plan_read`)."""
+             query_builder: Any = None, stats: PruneStats | None = None,
+             judge_when_decoding: bool = False) -> ReadPlan:
+        """Plan the read of data version ``rec`` (see :func:`~arcticlite.table._read.plan_read`;
+        ``judge_when_decoding`` for a plan this engine reads at once)."""
         return plan_read(
             self.index(rec.symbol), self.store, self.keys, rec, date_range=date_range,
             row_range=row_range, columns=columns, query_builder=query_builder,
             dynamic=self.options.dynamic_schema, prune_by_statistics=self.options.prune_by_statistics,
-            pools=self.pools, stats=stats,
+            pools=self.pools, stats=stats, judge_when_decoding=judge_when_decoding,
         )
 
     def explain(self, rec: VersionRecord, *, date_range: tuple[int, int] | None = None,

@@ -168,6 +168,24 @@ def prune(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, schem
     return leaves[~gone], candidates
 
 
+def judged_when_decoded(store: KVStore, leaves: np.ndarray, n_data: int, filters: Sequence[Term],
+                        stored: Sequence[str] | None) -> bool:
+    """Whether a read of ``leaves`` may leave ``filters`` to be judged by each segment's reader
+    as it decodes it, instead of while planning: on a store whose segments are local (LMDB
+    views, memory), where every row group is one segment holding every data column and the
+    read's columns (``stored``; None: all) include every filter column, a segment is then
+    opened once, not twice, and its reader judges the same statistics and Bloom filters
+    before decoding anything (late materialisation; ``read_segments`` with ``judged=False``).
+    A segment they rule out costs its metadata alone, as while planning."""
+    if not len(leaves) or not filters or not (_lends_views(store) or isinstance(store, MemoryStore)):
+        return False
+    if stored is not None and not {t[0] for t in simple_terms(filters)}.issubset(stored):
+        return False
+    starts = leaves["start_row"]
+    return bool((leaves["start_col"] == 0).all() and (leaves["end_col"] >= n_data).all()
+                and (len(starts) < 2 or (starts[1:] > starts[:-1]).all()))
+
+
 def _judge_all(source: Any, mine: list[Term], lo: int, hi: int, start: int,
                out: dict[int, tuple[Intervals | None, bool]]) -> dict[int, tuple[Intervals | None, bool]]:
     """Judge each term of ``mine`` on one segment (file rows ``[lo, hi)`` = absolute rows from

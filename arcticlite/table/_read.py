@@ -43,7 +43,7 @@ from arcticlite.table._deltas import (
     split_flagged,
 )
 from arcticlite.table._pools import Pools
-from arcticlite.table._prune import Intervals, PruneStats, prune
+from arcticlite.table._prune import Intervals, PruneStats, judged_when_decoded, prune
 from arcticlite.table._segments import FetchStats, read_segments, wanted_positions, with_columns
 from arcticlite.version import LibraryKeys, VersionRecord
 
@@ -206,9 +206,13 @@ def plan_read(
     prune_by_statistics: bool = True,
     pools: Pools | None = None,
     stats: PruneStats | None = None,
+    judge_when_decoding: bool = False,
 ) -> ReadPlan:
     """Plan the read of data version ``rec`` (``date_range`` already in closed int64 ns);
-    ``stats`` collects what pruning ruled out (``QueryBuilder.explain``)."""
+    ``stats`` collects what pruning ruled out (``QueryBuilder.explain``).
+    ``judge_when_decoding``: a plan executed at once by :func:`read_arrow` (not handed to
+    scan tasks) leaves the query's value filters to each segment's reader where that opens
+    each segment once instead of twice (``_prune.judged_when_decoded``)."""
     sym = rec.symbol
     meta = meta_of(rec)
     schema = schema_of(rec)
@@ -257,10 +261,15 @@ def plan_read(
         leaves = index.leaves(root, row_range=rr, index_range=ir)
     considered = considered if considered >= 0 else len(leaves)
     candidates = None
+    n_data = len(schema) - n_index
+    if query is not None and query.value_filters and prune_by_statistics and judge_when_decoding \
+            and not dynamic and judged_when_decoded(
+                store, leaves, n_data, query.value_filters,
+                None if query.columns is None else meta.user_to_stored(list(query.columns))):
+        prune_by_statistics = False
     if query is not None and query.value_filters and prune_by_statistics:
         leaves, candidates = prune(store, keys, sym, leaves, schema, n_index, query.value_filters,
                                    pools=pools, stats=stats)
-    n_data = len(schema) - n_index
     if dynamic:
         leaves = widen_dynamic_leaves(leaves, n_data)
     chosen = columns if query is None else query.columns

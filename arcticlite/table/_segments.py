@@ -482,6 +482,11 @@ def _first_item(reader: fermion.FermionReader, col: str, p: dict[str, Any]) -> i
     return int(cm.pages[s][p["stripe"]][p["page"]]["first_item"])
 
 
+#: What decoding a row group held in one segment gives when its filters rule out every row
+#: (late materialisation): no table to assemble (``read_segments`` drops it).
+RULED_OUT = pa.table({})
+
+
 @dataclass(frozen=True, slots=True)
 class _Job:
     pos: int  # position in ``leaves``
@@ -524,7 +529,7 @@ def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, ind
     metadata = reader.metadata  # lists the NaN-rows companions (normalize's _nanrows)
     cols = cols + norm.segment_companions(metadata, job.text)
     out = _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
-    return out if out.schema.metadata == metadata else out.replace_schema_metadata(metadata)
+    return out if out is RULED_OUT or out.schema.metadata == metadata else out.replace_schema_metadata(metadata)
 
 
 def _coded_type(typ: pa.DataType) -> pa.DataType:
@@ -540,6 +545,8 @@ def _decode_rows(reader: fermion.FermionReader, job: _Job, cols: list[str], *, i
     simple = job.rows is None and job.late is None and not (job.trim and index_range is not None)
     out = _decode_plain(reader, job, [c for c in cols if c not in job.codes] if simple else cols,
                         index_name=index_name, index_range=index_range, stats=stats)
+    if out is RULED_OUT:
+        return out
     for c in codes:
         col = reader.read_dictionary(c, (job.lo, job.hi)) if simple else None
         if col is None:  # not all dictionary pages (or rows cut by a filter): encode the strings
@@ -565,7 +572,7 @@ def _decode_plain(reader: fermion.FermionReader, job: _Job, cols: list[str], *, 
         if len(sel) * LATE_MAX_FRACTION <= considered:
             if stats is not None:
                 stats.taken(considered, len(sel))
-            return reader.take(cols, sel)
+            return reader.take(cols, sel) if len(sel) else RULED_OUT
     if job.rows is not None:  # page skipping: the same rows in every column slice
         return reader.read(cols, row_range=(lo, hi), rows=job.rows)
     if job.trim and index_range is not None and index_name is not None and hi > lo:
@@ -704,6 +711,11 @@ def read_segments(
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if n_index else None, index_range=use_range,
                            pools=pools or shared(), stats=stats)
+    if any(t is RULED_OUT for t in tables):  # whole row groups (late jobs) without a row
+        kept = [i for i, t in enumerate(tables) if t is not RULED_OUT]
+        if not kept:
+            return out_schema.empty_table()
+        tables, first_in_group = [tables[i] for i in kept], first_in_group[kept]
     return _assemble(tables, first_in_group, out_schema, set(index_names), mark_absent=mark_absent,
                      nan_rows=nan_rows)
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from arcticlite import Arctic, Library, LibraryOptions, QueryBuilder
-from arcticlite.table import _read, _segments
+from arcticlite.table import _segments
 
 
 @pytest.fixture(params=[(1_000, 127), (1_000, 1)], ids=["rows", "rows-and-columns"])
@@ -24,15 +24,18 @@ def plib(uri: str, request: pytest.FixtureRequest) -> Iterator[Library]:
 
 @pytest.fixture
 def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Row groups handed to the segment reader, per read."""
+    """Row groups whose rows were decoded, per read: those the plan kept, less those their
+    segment's reader ruled out before decoding a row (a read that judges when decoding)."""
     seen: list[int] = []
-    real = _segments.read_segments
+    real = _segments._fetch_decode
 
-    def spy(store: Any, keys: Any, sym: str, leaves: np.ndarray, *a: Any, **k: Any) -> Any:
-        seen.append(len(np.unique(leaves["start_row"])))
-        return real(store, keys, sym, leaves, *a, **k)
+    def spy(store: Any, jobs: list[Any], leaves: np.ndarray, *a: Any, **k: Any) -> Any:
+        out = real(store, jobs, leaves, *a, **k)
+        seen.append(len({int(leaves[j.pos]["start_row"]) for j, t in zip(jobs, out, strict=True)
+                         if t is not _segments.RULED_OUT}))
+        return out
 
-    monkeypatch.setattr(_read, "read_segments", spy)
+    monkeypatch.setattr(_segments, "_fetch_decode", spy)
     return seen
 
 
