@@ -365,6 +365,18 @@ def _gather(
     A dictionary of equal-length values (codes, tickers, ...) is one fixed-width numpy take;
     otherwise Arrow's ``take`` (the codes are in range, so without its bounds check)."""
     count = len(codes)
+    if count * 16 <= len(d_off):
+        # a few values of a large dictionary: their lengths only, not every entry's
+        c = codes.astype(np.int64, copy=False)
+        starts = d_off[c]
+        sizes = d_off[c + 1] - starts
+        offs = np.empty(count + 1, dtype=_I64)
+        offs[0] = 0
+        np.cumsum(sizes, out=offs[1:])
+        total = int(offs[-1])
+        at = np.repeat(starts - offs[:-1], sizes) + np.arange(total, dtype=np.int64)
+        data = np.asarray(d_data)[at]
+        return (offs.astype(odt) if odt.itemsize == 4 and total <= _I32_MAX else offs), data
     lens = np.diff(d_off)
     width = int(lens[0])
     narrow = odt.itemsize == 4 and count * int(lens.max()) <= _I32_MAX
