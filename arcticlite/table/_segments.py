@@ -728,6 +728,7 @@ def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynam
     parallel_inner = len(jobs) == 1
     kw: dict[str, Any] = {"dynamic": dynamic, "index_name": index_name, "index_range": index_range,
                           "parallel": parallel_inner, "stats": stats}
+    ranged: set[int] = set()  # segments read by ranged requests while decoding (S3)
     if small or not lends_views(store):
         sizes = leaves["nbytes"]
         ranged = set() if small or lends_views(store) else \
@@ -759,14 +760,15 @@ def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynam
         def run_group(group: Sequence[_Job]) -> list[pa.Table]:
             return [one(j) for j in group]
 
-    late = pools.decode_threads <= 1 and all(j.late is not None for j in jobs)
+    late = pools.decode_threads <= 1 and not ranged and all(j.late is not None for j in jobs)
     if len(jobs) == 1 or small or pools.threads <= 1 or late:
         # small segments cost Python per-file overhead, not numpy work: threads would only
         # contend for the GIL (2,000 ten-row segments: 0.58 s inline vs 0.75-1.0 s pooled);
         # one-core pools decode in the calling thread; and so do filters judged first where
         # decode threads only contend for the GIL (two cores or fewer): they decode a filter
         # column and a few rows of the others per segment, Python work more than numpy work
-        # (a fresh process's `ticker == x` over 50 segments: 77 -> 66 ms of CPU)
+        # (a fresh process's `ticker == x` over 50 segments: 77 -> 66 ms of CPU), unless
+        # decoding waits for ranged requests (S3), which the threads overlap
         return run_group(jobs)
     futures = [pools.work.submit(run_group, [j]) for j in jobs]
     wait(futures)  # no decode outlives the read, even when one fails (a corrupt segment)
