@@ -114,8 +114,23 @@ def build(hashes: np.ndarray) -> bytes:
     return np.packbits(bits, bitorder="little").tobytes()
 
 
+#: Up to this many hashes, :func:`contains` probes the filter with Python integers (a query's
+#: few values: numpy's per-call costs would be most of the work).
+_FEW_HASHES = 8
+
+
 def contains(bits: bytes | memoryview, hashes: np.ndarray) -> np.ndarray:
     """Per hash: whether the filter ``bits`` may hold it (False proves absence)."""
+    if len(hashes) <= _FEW_HASHES:
+        raw = memoryview(bits)
+        if raw.format != "B" or raw.ndim != 1:
+            raw = raw.cast("B")
+        nbits = 8 * len(raw)
+        out = np.zeros(len(hashes), dtype=bool)
+        for j, h in enumerate(hashes.tolist()):
+            h1, h2 = h & 0xFFFFFFFF, (h >> 32) | 1  # as _positions: h1 + i * h2 never wraps
+            out[j] = all(raw[p >> 3] >> (p & 7) & 1 for p in ((h1 + i * h2) % nbits for i in range(K)))
+        return out
     arr = np.frombuffer(bits, dtype=np.uint8)
     pos = _positions(hashes, 8 * len(arr)).astype(np.int64)
     return ((arr[pos >> 3] >> (pos & 7)) & 1).astype(bool).all(axis=1)

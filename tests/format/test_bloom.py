@@ -48,6 +48,18 @@ def test_false_positive_rate_is_about_one_percent() -> None:
     assert sizes["s"] == pytest.approx(distinct * 10 / 8, rel=0.01)
 
 
+def test_a_few_query_values_are_probed_as_many_at_once_are() -> None:
+    # a query's few values are probed with Python integers, many with numpy: same answers
+    t = pa.table({"s": tickers(5_000, 3_000)})
+    r = fermion.FermionReader(encode(t))
+    kind, bits = r._bloom_bits(r.resolve(["s"])[0])  # type: ignore[misc]
+    h = B.query_hashes([f"T{i}" for i in range(0, 6_000, 3)], t.schema.field("s").type, kind)
+    assert h is not None
+    many = B.contains(bits, h)
+    few = np.concatenate([B.contains(memoryview(bits), h[k : k + 5]) for k in range(0, len(h), 5)])
+    assert few.tolist() == many.tolist() and many.any() and not many.all()
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(max_size=12) | st.binary(max_size=12).map(lambda b: b.decode("latin-1")),
                 min_size=1, max_size=200),
