@@ -33,6 +33,7 @@ from arcticlite.format._enc_spec import (
     BITPACK,
     CODE_DTYPE,
     CODEC_HDR,
+    CONSTANT,
     FOR_HDR,
     LZ4,
     MAX_NESTING,
@@ -227,11 +228,20 @@ def decode_binary(
         (_, lw, data_len, llen) = _head(mv, BINARY_HDR)
         if lw not in (4, 8):
             raise InvalidFileError(f"bad length width {lw}")
-        lengths = empty(count, f"<u{lw}")
-        fixed(_sub(mv, BINARY_HDR.size, llen), lengths.dtype, count, lengths, depth + 1)
         data_off = BINARY_HDR.size + llen
         if len(mv) != data_off + data_len:
             raise FormatEOFError("binary data length does not match the blob size")
+        if llen == 1 + lw and count and mv[BINARY_HDR.size] == CONSTANT:
+            # values of one length (a dictionary of tickers, codes...): offsets without lengths
+            width = int(np.frombuffer(mv, dtype=f"<u{lw}", count=1, offset=BINARY_HDR.size + 1)[0])
+            if width * count != data_len:
+                raise InvalidFileError("value lengths do not add up to the data length")
+            offsets = np.arange(count + 1, dtype=_I64)
+            if width != 1:
+                np.multiply(offsets, width, out=offsets)
+            return offsets, np.frombuffer(mv, dtype=_U8, count=data_len, offset=data_off)
+        lengths = empty(count, f"<u{lw}")
+        fixed(_sub(mv, BINARY_HDR.size, llen), lengths.dtype, count, lengths, depth + 1)
         offsets = empty(count + 1, _I64)
         offsets[0] = 0
         if count:
