@@ -156,8 +156,9 @@ def _dictionary_hits(offsets: np.ndarray | None, data: np.ndarray | None, typ: p
     """Positions (sorted) of the dictionary entries (int64 ``offsets`` from 0 into uint8
     ``data``) equal to the value of an ``==`` term or to one of an ``in`` term's, for a string
     dictionary and ``str`` values (binary: ``bytes``); None when the term is of another kind
-    (then Arrow judges). Each value is searched in the dictionary's bytes and kept where it
-    spans a whole entry: no Arrow call, no pass over every entry."""
+    (then Arrow judges). Entries of one width up to 8 bytes are compared as integers; a single
+    value is otherwise searched in the dictionary's bytes and kept where it spans a whole
+    entry; several values of a dictionary of mixed widths are left to Arrow's ``is_in``."""
     if offsets is None or data is None or term.op not in ("==", "in"):
         return None
     values = [term.value] if term.op == "==" else list(term.value)
@@ -175,6 +176,14 @@ def _dictionary_hits(offsets: np.ndarray | None, data: np.ndarray | None, typ: p
         return None
     offs = np.asarray(offsets, dtype=np.int64)
     size = len(offs) - 1
+    keys = _fixed_width_keys(offs, data)
+    if keys is not None:  # entries of one width up to 8 bytes: one integer each
+        width = int(offs[1])
+        at = [np.flatnonzero(keys == np.frombuffer(nd.ljust(8, b"\0"), "<u8")[0])
+              for nd in set(needles) if len(nd) == width]
+        return np.unique(np.concatenate(at)) if at else np.zeros(0, dtype=np.int64)
+    if len(set(needles)) > 1:
+        return None  # several values: Arrow's is_in scans the dictionary once for all
     hay = np.asarray(data).tobytes()
     hits: set[int] = set()
     for needle in set(needles):
@@ -196,6 +205,20 @@ def _dictionary_hits(offsets: np.ndarray | None, data: np.ndarray | None, typ: p
             cand = cand[(np.asarray(data)[at] == np.frombuffer(needle, np.uint8)).all(axis=1)]
         hits.update(cand.tolist())
     return np.array(sorted(hits), dtype=np.int64)
+
+
+def _fixed_width_keys(offs: np.ndarray, data: np.ndarray) -> np.ndarray | None:
+    """Each entry of a dictionary whose entries all have one width of 1 to 8 bytes (tickers,
+    codes) as a uint64 (its bytes, zero-padded); None for any other dictionary."""
+    size = len(offs) - 1
+    width = int(offs[1]) if size > 0 else 0
+    if not 0 < width <= 8 or int(offs[-1]) != width * size \
+            or not np.array_equal(offs, np.arange(0, width * size + 1, width)):
+        return None
+    buf = np.zeros(width * size + 8, dtype=np.uint8)  # 8 bytes readable from every entry
+    buf[: width * size] = np.asarray(data)[: width * size]
+    keys = np.ndarray((size,), dtype="<u8", buffer=buf, strides=(width,))
+    return keys & np.uint64((1 << (8 * width)) - 1) if width < 8 else keys.copy()
 
 
 _NUMPY_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
