@@ -201,8 +201,8 @@ def _dictionary_hits(offsets: np.ndarray | None, data: np.ndarray | None, typ: p
         # empty or frequent needle: compare every entry of its length
         cand = np.flatnonzero(np.diff(offs) == n)
         if n and len(cand):
-            at = offs[cand, None] + np.arange(n)
-            cand = cand[(np.asarray(data)[at] == np.frombuffer(needle, np.uint8)).all(axis=1)]
+            spans = offs[cand, None] + np.arange(n)
+            cand = cand[(np.asarray(data)[spans] == np.frombuffer(needle, np.uint8)).all(axis=1)]
         hits.update(cand.tolist())
     return np.array(sorted(hits), dtype=np.int64)
 
