@@ -21,6 +21,8 @@ as delta segments instead of rewriting the chunk.
 
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -311,6 +313,12 @@ class Merge(Operation):
         self._upsert_leaves: np.ndarray | None = None
         self._built: dict[int, tuple[np.ndarray, int]] = {}
         self._deltas: dict[int, tuple[np.ndarray, int, int, int | None, int | None]] = {}
+        # the delta segment of ``_deltas``' base when it is one segment: written with the commit
+        # (one LMDB transaction, one sync), kept across attempts on the same base
+        self._delta_bodies: dict[str, bytes] = {}
+
+    def extra(self) -> MutableMapping[str, bytes]:
+        return ChainMap(self.sink, self._delta_bodies)
 
     def reads_deltas(self, base: VersionRecord) -> bool:
         """Merged on read, the merge adds its deltas to the base's; copy-on-write, it works on
@@ -420,6 +428,7 @@ class Merge(Operation):
                        bschema: pa.Schema, keys: list[str], metadata: bytes | None) -> VersionRecord:
         """The version with this merge's changes as delta segments after ``base``'s."""
         if base.seq not in self._deltas:
+            self._delta_bodies.clear()  # (a live view: extra() handed it to the commit loop)
             self._deltas = {base.seq: self._delta_leaves(base, bmeta, bschema, keys)}
         new, inserted, deleted, lo, hi = self._deltas[base.seq]
         if not len(new):  # nothing changed: the same data as a new version
@@ -435,6 +444,9 @@ class Merge(Operation):
         first = base.first_index if not is_dt or lo is None or base.first_index is None else min(base.first_index, lo)
         last = base.last_index if not is_dt or hi is None or base.last_index is None else max(base.last_index, hi)
         if is_dt and deleted:  # a deleted row may have been the first or the last
+            if self._delta_bodies:  # read back below: in the store before the commit
+                self.engine.store.write_many(dict(self._delta_bodies))
+                self._delta_bodies.clear()
             first, last = self._edges(base, bmeta, new)
         rec = data_record("update", head, seq, index=IndexRoot(root.digest, root.height, rows, root.segments),
                           meta=bmeta, schema=bschema, first=first if is_dt else None, last=last if is_dt else None,
@@ -492,10 +504,11 @@ class Merge(Operation):
             r0, r1 = int(gstart[g0]), int(gend[g1 - 1])
             lv = base_lv[(base_lv["start_row"] >= r0) & (base_lv["start_row"] < r1)]
             t = read_segments(e.store, e.keys, sym, lv, bschema, n_index, key_data, (r0, r1), pools=e.pools)
-            pos = np.arange(r0, r1, dtype=np.int64)
             if sidx is not None:  # only the rows whose index value the source holds
-                found = rows_with_values(t.column(0).cast(pa.int64()).to_numpy(), sidx)
-                t, pos = t.take(pa.array(found, pa.int64())), pos[found]
+                found = found_rows(t.column(0), sidx)
+                t, pos = take_chunked(t, found), r0 + found
+            else:
+                pos = np.arange(r0, r1, dtype=np.int64)
             parts.append(t.select(keys))
             ids.append(pos)
         if len(gone) and ids:
@@ -570,7 +583,8 @@ class Merge(Operation):
                 lo, hi = int(ins_idx.min()), int(ins_idx.max())
         start = int(info["base_rows"]) + int(info["delta_rows"])
         leaves = self._wrote(write_segments(e.store, e.keys, sym, table, e.layout(bmeta), start_row=start,
-                                            is_datetime=is_dt, flags=FLAG_DELTA, pools=e.pools))
+                                            is_datetime=is_dt, flags=FLAG_DELTA, pools=e.pools,
+                                            sink=self._delta_bodies))
         n_del = len(sel) if spec.matched == DELETE else 0
         return leaves, len(new), n_del, lo, hi
 
@@ -661,6 +675,41 @@ class Merge(Operation):
             rows["min_index"] = rows["start_row"]
             rows["max_index"] = rows["end_row"].astype(np.int64) - 1
         return rows, len(replaced)
+
+
+def found_rows(stored: pa.ChunkedArray, sidx: np.ndarray) -> np.ndarray:
+    """:func:`rows_with_values` over a sorted timestamp column, chunk by chunk: each chunk's
+    values are searched in place (no copy of the column; a merge reads the index column of
+    every row group its source touches) for the source values within the chunk's range."""
+    out, offset = [], 0
+    for chunk in stored.chunks:
+        n = len(chunk)
+        if n and not chunk.null_count:
+            vals = chunk.view(pa.int64()).to_numpy(zero_copy_only=True) if pa.types.is_timestamp(chunk.type) \
+                else chunk.cast(pa.int64()).to_numpy()
+            sub = sidx[np.searchsorted(sidx, vals[0], "left"):np.searchsorted(sidx, vals[-1], "right")]
+            if len(sub):
+                out.append(rows_with_values(vals, sub) + offset)
+        elif n:
+            out.append(rows_with_values(chunk.cast(pa.int64()).to_numpy(zero_copy_only=False), sidx) + offset)
+        offset += n
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def take_chunked(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)`` (``rows`` ascending) chunk by chunk: Arrow's take on a column of many
+    chunks first concatenates them all, which for the index column of a large symbol is a
+    copy of it to take a few rows."""
+    col = table.column(0)
+    if col.num_chunks <= 1 or any(table.column(i).num_chunks != col.num_chunks for i in range(table.num_columns)):
+        return table.take(pa.array(rows, pa.int64()))
+    bounds = np.cumsum([0] + [len(c) for c in col.chunks])
+    cuts = np.searchsorted(rows, bounds)
+    parts = [(i, pa.array(rows[cuts[i]:cuts[i + 1]] - bounds[i], pa.int64()))
+             for i in range(col.num_chunks) if cuts[i + 1] > cuts[i]]
+    arrays = [pa.chunked_array([table.column(j).chunk(i).take(idx) for i, idx in parts], table.schema.field(j).type)
+              for j in range(table.num_columns)]
+    return pa.Table.from_arrays(arrays, schema=table.schema)
 
 
 def rows_with_values(tidx: np.ndarray, sidx: np.ndarray) -> np.ndarray:
