@@ -91,6 +91,12 @@ class VersionEngine:
     def _head(self, sym: str) -> tuple[bytes | None, VersionRecord | None]:
         raw, rec = self._read_ref(sym)
         if self.store.atomic_commit:
+            if raw is None and self.store.exists(self.keys.version(sym, 0)):
+                # refs are never deleted and move in the commit transaction: a symbol with a
+                # version record but no ref lost its ref (a flipped bit in the LMDB key)
+                raise CorruptDataError(
+                    f"the version ref of symbol {sym!r} is missing although its version records exist; the "
+                    f"store is corrupt (storage key {self.keys.ref(sym)!r} in {self.store!r}); restore it from a backup")
             return raw, rec  # the ref moved in the commit transaction: it is exact
         seq = -1 if rec is None else rec.seq
         while True:  # the ref is a hint: follow it forward

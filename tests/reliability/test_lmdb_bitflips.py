@@ -180,3 +180,22 @@ def test_a_missing_segment_of_a_live_version_is_reported_as_corruption(tmp_path:
     with pytest.raises(CorruptDataError, match="symbol 's' version 0 of library 'lib': a key it needs is missing"):
         lib.read("s")
     assert not issubclass(CorruptDataError, KeyNotFoundException)
+
+
+def test_a_renamed_version_ref_is_reported_as_corruption(tmp_path: Any) -> None:
+    # found by the bit flips: a flip in the key of a symbol's ref hid every version of it --
+    # list_versions said there were none, reads said the versions did not exist
+    from arcticlite.exceptions import CorruptDataError
+
+    lib = Arctic(f"lmdb://{tmp_path}/s").create_library("lib")
+    for k in range(2):
+        lib.write("s", pd.DataFrame({"a": [k]}))
+    lib.write("t", pd.DataFrame({"a": [9]}))
+    key = lib._engine.keys.ref("s")
+    _rename(lib._store, key, key[:-1] + "u")
+    for call in (lambda: lib.read("s"), lambda: lib.list_versions("s"), lambda: lib.read("s", as_of=0),
+                 lambda: lib.write("s", pd.DataFrame({"a": [5]}))):
+        with pytest.raises(CorruptDataError, match=f"version ref of symbol 's' is missing.*{key}"):
+            call()
+    assert lib.read("t").data["a"].tolist() == [9]  # other symbols still read
+    assert not lib.has_symbol("never-written")  # an absent symbol is still just absent
