@@ -93,7 +93,11 @@ class VersionEngine:
         if self.store.atomic_commit:
             if raw is None and self.store.exists(self.keys.version(sym, 0)):
                 # refs are never deleted and move in the commit transaction: a symbol with a
-                # version record but no ref lost its ref (a flipped bit in the LMDB key)
+                # version record but no ref lost its ref (a flipped bit in the LMDB key) --
+                # unless the first commit landed between the two reads: read the ref again
+                raw, rec = self._read_ref(sym)
+                if raw is not None:
+                    return raw, rec
                 raise CorruptDataError(
                     f"the version ref of symbol {sym!r} is missing although its version records exist; the "
                     f"store is corrupt (storage key {self.keys.ref(sym)!r} in {self.store!r}); restore it from a backup")
