@@ -10,6 +10,7 @@ from typing import Any
 from arcticlite._envelope import KIND_CONFIG, KIND_REGISTRY, naming_key, seal, unseal
 from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
+    CorruptDataError,
     LibraryNotFound,
     MismatchingLibraryOptions,
     PermissionException,
@@ -24,7 +25,14 @@ from arcticlite.library._options import (
 )
 from arcticlite.library._types import string_format_name
 from arcticlite.storage import KVStore, redact
-from arcticlite.version import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
+from arcticlite.version import (
+    REGISTRY_PREFIX,
+    LibraryKeys,
+    deleting_key,
+    escape,
+    registry_key,
+    unescape,
+)
 
 MAX_LIBRARY_NAME = 255
 
@@ -288,6 +296,8 @@ class Arctic:
         options = dataclasses.replace(library_options) if library_options is not None else LibraryOptions()
         options.validate()  # a caller may have set attributes since construction
         keys = LibraryKeys(name)
+        if self._store.exists(deleting_key(name)):
+            self._finish_delete(name)  # a deletion that stopped half-way: its keys must not come back
         # the first creator's options stand (a lost answer is settled by reading them back below)
         self._store.create_unique(keys.config, seal(KIND_CONFIG, {"options": options.to_json(), "name": name}))
         token = uuid.uuid4().hex
@@ -348,6 +358,7 @@ class Arctic:
         created = False
         if not self.has_library(name):
             if not create_if_missing:
+                self._refuse_lost_registry(name)
                 raise LibraryNotFound(f"Library [{name}] does not exist; create it with create_library()")
             self._refuse_write("get_library(create_if_missing=True) of a missing library")
             if read_only:
@@ -437,17 +448,46 @@ class Arctic:
         """
         self._refuse_write("delete_library")
         if not self.has_library(name):
+            if self._store.exists(deleting_key(name)):
+                self._finish_delete(name)
             return
+        # The marker first: a deletion stopped at any later step is told apart from a registry
+        # entry lost to corruption (see _refuse_lost_registry), and finished by the next
+        # delete_library or create_library of the name.
+        self._store.write(deleting_key(name), seal(KIND_REGISTRY, {"name": name, "deleting": True}))
         self._store.delete([registry_key(name)])
-        root = LibraryKeys(name).root
+        self._finish_delete(name)
+
+    def _finish_delete(self, name: str) -> None:
+        """Delete every key of library ``name``, then its deletion marker."""
         batch: list[str] = []
-        for k in self._store.list_keys(root):
+        for k in self._store.list_keys(LibraryKeys(name).root):
             batch.append(k)
             if len(batch) >= 1000:
                 self._store.delete(batch)
                 batch = []
         if batch:
             self._store.delete(batch)
+        self._store.delete([deleting_key(name)])
+
+    def _refuse_lost_registry(self, name: str) -> None:
+        """Raise ``CorruptDataError`` when library ``name`` has no registry entry but has its
+        config and symbols, and no deletion is under way: its entry was lost (a flipped bit in
+        an LMDB key moves the value elsewhere), not deleted; reporting it as missing would hide
+        data that is still there."""
+        keys = LibraryKeys(name)
+        if not self._store.exists(keys.config) or self._store.exists(deleting_key(name)):
+            return
+        if next(iter(self._store.list_keys(keys.ref_prefix)), None) is None:
+            return  # a create_library stopped before its registry entry: nothing written in it
+        if self._store.exists(registry_key(name)):
+            return  # created since the first look
+        raise CorruptDataError(
+            f"library {name!r} has its config and symbols but its registry entry "
+            f"{registry_key(name)!r} is missing and no deletion is under way: the entry was lost "
+            "(corrupt storage); restore the key from a backup, or recreate it with "
+            "create_library (the data and options are kept)"
+        )
 
     def modify_library_option(self, library: Library, option: ModifiableLibraryOption, value: Any) -> None:
         """Change a modifiable option of a library (persisted in its config).

@@ -4,7 +4,14 @@ and the rules of a version chain (tombstones, prune, snapshots)."""
 from arcticlite.version import _chain as chain
 from arcticlite.version._chain import Builder
 from arcticlite.version._engine import VersionEngine, pid_token
-from arcticlite.version._keys import REGISTRY_PREFIX, LibraryKeys, escape, registry_key, unescape
+from arcticlite.version._keys import (
+    REGISTRY_PREFIX,
+    LibraryKeys,
+    deleting_key,
+    escape,
+    registry_key,
+    unescape,
+)
 from arcticlite.version._records import (
     MAX_METADATA_BYTES,
     VersionRecord,
@@ -29,6 +36,7 @@ __all__ = [
     "chain",
     "escape",
     "pid_token",
+    "deleting_key",
     "registry_key",
     "unescape",
     "decode_metadata",

@@ -121,3 +121,13 @@ REGISTRY_PREFIX = "_arctic/libs/"
 
 def registry_key(library: str) -> str:
     return REGISTRY_PREFIX + escape(library)
+
+
+#: Where ``delete_library`` marks a library it is deleting, before its first delete.
+DELETING_PREFIX = "_arctic/deleting/"
+
+
+def deleting_key(library: str) -> str:
+    """The marker of a deletion in progress: a library whose registry entry is gone while its
+    keys remain and no marker says why has lost the entry to corruption."""
+    return DELETING_PREFIX + escape(library)

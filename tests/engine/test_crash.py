@@ -453,3 +453,49 @@ def test_gc_removes_staged_entries_a_finalize_that_died_had_committed(tmp_path: 
     assert not list(fresh._store.list_keys(staged_prefix))
     assert_frame_equal(fresh.read("s").data, df)
     assert fresh.gc(dry_run=True).unreachable == 0
+
+
+@pytest.mark.lmdb
+def test_delete_library_stopped_at_any_step_is_finished_by_the_next_call(tmp_path: Any) -> None:
+    """delete_library dies before each of its store calls in turn: the library then either
+    reads as before (no call landed) or is reported as deleted -- never as corrupt, which a
+    missing registry entry with the data still there means when no deletion is under way --
+    and the next delete_library or create_library of the name finishes the deletion: the new
+    library starts empty, the other library is untouched."""
+    from arcticlite.exceptions import LibraryNotFound
+
+    def run(n: int | None, finish: str) -> CrashingStore:
+        store = open_store(f"lmdb://{tmp_path}/run{n}{finish}")
+        ac = Arctic("crash://", store=store)
+        lib = ac.create_library("lib")
+        lib.write("s", frame(3))
+        lib.snapshot("snap")
+        ac.create_library("other").write("t", frame(2))
+        crashing = CrashingStore(store, crash_at=n)
+        try:
+            Arctic("crash://", store=crashing).delete_library("lib")
+        except SimulatedCrash:
+            pass
+        fresh = Arctic("crash://", store=store)
+        if "lib" in fresh.list_libraries():  # stopped before the registry entry was deleted
+            assert_frame_equal(fresh["lib"].read("s").data, frame(3))
+            assert_frame_equal(fresh["lib"].read("s", as_of="snap").data, frame(3))
+            fresh.delete_library("lib")
+        else:
+            with pytest.raises(LibraryNotFound):
+                fresh["lib"]
+            if finish == "delete":
+                fresh.delete_library("lib")
+        again = fresh.create_library("lib")
+        assert again.list_symbols() == [] and again.list_snapshots() == {}
+        assert_frame_equal(fresh["other"].read("t").data, frame(2))
+        assert not [k for k in store.list_keys("_arctic/deleting/")]
+        store.close()
+        return crashing
+
+    counting = run(None, "create")
+    calls = len(counting.calls)
+    assert calls >= 3
+    for n in range(1, calls + 1):
+        for finish in ("create", "delete"):
+            run(n, finish)

@@ -33,7 +33,8 @@ from arcticlite import Arctic, LibraryOptions
 pytestmark = [pytest.mark.lmdb, pytest.mark.timeout(1800)]
 
 FULL = os.environ.get("ARCTICLITE_BATTERY") == "full"
-TRIALS = 2000 if FULL else 150
+TRIALS = int(os.environ.get("ARCTICLITE_BITFLIPS", 2000 if FULL else 150))  # trials; and the seed:
+SEED = int(os.environ.get("ARCTICLITE_BITFLIP_SEED", 16))
 HANG_SECONDS = 120  # a trial reads a few hundred kB: far below this even on a loaded machine
 WORKER = os.path.join(os.path.dirname(__file__), "bitflip_worker.py")
 ROOT = os.path.dirname(os.path.dirname(arcticlite.__file__))  # the children import this arcticlite
@@ -118,7 +119,7 @@ def test_bit_flips_in_the_lmdb_file_never_give_other_data(tmp_path: Any) -> None
     populate(f"lmdb://{pristine}")
     truth = expected(f"lmdb://{pristine}")
     size = os.path.getsize(os.path.join(pristine, "data.mdb"))
-    rng = random.Random(16)
+    rng = random.Random(SEED)
     trials = [[[rng.randrange(size), rng.randrange(8)]] for _ in range(TRIALS)]
     plan = {"pristine": pristine, "truth": truth, "trials": trials}
     results, events = run_trials(str(tmp_path / "plan.json"), plan)
@@ -199,3 +200,27 @@ def test_a_renamed_version_ref_is_reported_as_corruption(tmp_path: Any) -> None:
             call()
     assert lib.read("t").data["a"].tolist() == [9]  # other symbols still read
     assert not lib.has_symbol("never-written")  # an absent symbol is still just absent
+
+
+def test_a_renamed_library_registry_entry_is_reported_as_corruption(tmp_path: Any) -> None:
+    # found by the bit flips: a flip in the key of the library's registry entry made the
+    # library look deleted (LibraryNotFound) while all its data was still there
+    from arcticlite.exceptions import CorruptDataError, LibraryNotFound
+    from arcticlite.version import registry_key
+
+    ac = Arctic(f"lmdb://{tmp_path}/s")
+    ac.create_library("lib", LibraryOptions(rows_per_segment=7)).write("s", pd.DataFrame({"a": [1, 2]}))
+    key = registry_key("lib")
+    _rename(ac._store, key, key[:-1] + "c")
+    with pytest.raises(CorruptDataError, match=f"registry entry {key!r} is missing"):
+        ac["lib"]
+    with pytest.raises(LibraryNotFound):
+        ac["never"]  # an absent library is still just absent
+    ac.create_library("empty")
+    ac.delete_library("empty")
+    with pytest.raises(LibraryNotFound):
+        ac["empty"]  # and a deleted one is deleted
+    # what the message advises: create_library writes the entry again; data and options kept
+    lib = ac.create_library("lib")
+    assert lib.read("s").data["a"].tolist() == [1, 2]
+    assert lib.options().rows_per_segment == 7
