@@ -184,3 +184,95 @@ def _gather_narrow(mv: memoryview, eid: int, work: np.dtype, count: int, rows: n
     with np.errstate(over="ignore"):
         vals = v * np.uint64(factor) + np.uint64(base)
     return vals.astype(unsigned_of(work)).view(work)
+
+
+def search_fixed(mv: memoryview, dtype: np.dtype, count: int, values: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """How many of the ``count`` values of the fixed-width blob ``mv`` are less than, and how
+    many at most, each of ``values`` (``np.searchsorted(blob, values, "left")`` and
+    ``"right"``), for a blob whose values are sorted ascending: a signed integer ``dtype``
+    (datetimes as their int64 view). None when the encoding needs a whole decode (the caller
+    then decodes the page and searches it). Without a decode: a plain blob is searched in
+    place, an arithmetic sequence (``delta`` over a ``constant``: a regular index) by
+    arithmetic, and a blob whose values can be gathered one by one by a vectorised bisection
+    (a few gathers of ``len(values)`` values each).
+
+    Raises
+    ------
+    CorruptDataError
+        When the blob is truncated or inconsistent (as the full decoder would).
+    """
+    if dtype.kind != "i" or count < 1:
+        return None
+    try:
+        return _search(mv, dtype, count, np.asarray(values, dtype=dtype), 0)
+    except (IndexError, ValueError) as exc:
+        raise InvalidFileError(f"encoded blob is inconsistent: {exc}") from exc
+
+
+def _search(mv: memoryview, dtype: np.dtype, count: int, values: np.ndarray, depth: int
+            ) -> tuple[np.ndarray, np.ndarray] | None:
+    if depth > 8 or depth > MAX_NESTING:
+        return None
+    if len(mv) < 1:
+        raise FormatEOFError("empty encoded blob")
+    eid = mv[0]
+    isz = dtype.itemsize
+    if eid == PLAIN:
+        if len(mv) != 1 + count * isz:
+            raise InvalidFileError("plain block size does not match its value count")
+        v = np.frombuffer(mv, dtype=dtype, count=count, offset=1)
+        return np.searchsorted(v, values, "left"), np.searchsorted(v, values, "right")
+    if eid in (ZSTD, LZ4):
+        (_, raw_len) = CODEC_HDR.unpack_from(mv, 0)
+        if raw_len > 1 + count * isz:
+            raise InvalidFileError("compressed block claims more bytes than its values need")
+        return _search(decompress(eid, mv[CODEC_HDR.size :], raw_len), dtype, count, values, depth + 1)
+    if eid == DELTA:
+        (_, first) = DELTA_HDR.unpack_from(mv, 0)
+        child = mv[DELTA_HDR.size :]
+        if len(child) < 1 or child[0] != CONSTANT:
+            return None  # an irregular sequence: its values are a prefix sum
+        if len(child) != 1 + isz:
+            raise InvalidFileError("constant block size does not match its value width")
+        step = int(np.frombuffer(child, dtype=dtype, count=1, offset=1)[0])
+        f0 = int(np.array([first], dtype=U64).view(np.int64).astype(dtype)[0])
+        last = f0 + (count - 1) * step
+        info = np.iinfo(dtype)
+        if step < 0 or last > info.max:
+            return None  # not ascending, or wrapping: the decoder's modular values
+        n = np.int64(count)
+        below, above = values < f0, values > last
+        d = np.clip(values, f0, last).astype(np.int64) - np.int64(f0)  # in [0, last - f0]: no overflow
+        if step == 0:
+            lo, hi = np.zeros(len(values), np.int64), np.full(len(values), n)
+        else:
+            lo, hi = (d + (step - 1)) // step, d // step + 1
+        lo = np.where(below, 0, np.where(above, n, lo))
+        hi = np.where(below, 0, np.where(above, n, hi))
+        return lo.astype(np.int64), hi.astype(np.int64)
+    if eid in (CONSTANT, BITPACK, NARROW, SPLIT, DICT):
+        left = _bisect(mv, dtype, count, values, "left", depth)
+        if left is None:
+            return None
+        right = _bisect(mv, dtype, count, values, "right", depth)
+        return None if right is None else (left, right)
+    return None
+
+
+def _bisect(mv: memoryview, dtype: np.dtype, count: int, values: np.ndarray, side: str, depth: int
+            ) -> np.ndarray | None:
+    """``np.searchsorted`` over a sorted blob whose values gather one by one."""
+    lo = np.zeros(len(values), dtype=np.int64)
+    hi = np.full(len(values), count, dtype=np.int64)
+    while True:
+        active = np.flatnonzero(lo < hi)
+        if not len(active):
+            return lo
+        mid = (lo[active] + hi[active]) // 2
+        got = _gather(mv, dtype, count, mid, depth)
+        if got is None:
+            return None
+        go_right = got < values[active] if side == "left" else got <= values[active]
+        lo[active] = np.where(go_right, mid + 1, lo[active])
+        hi[active] = np.where(go_right, hi[active], mid)

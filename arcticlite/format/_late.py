@@ -35,7 +35,7 @@ from arcticlite.format._decode import (
     plan_flat,
     plan_whole,
 )
-from arcticlite.format._enc_gather import gather_fixed, take_values
+from arcticlite.format._enc_gather import gather_fixed, search_fixed, take_values
 from arcticlite.format._intervals import Intervals
 from arcticlite.format._meta import P_FIRST, P_ITEMS, P_RAW, ColumnMeta
 from arcticlite.format._types import BINARY, FIXED, FLAT_KINDS, NULL
@@ -348,6 +348,39 @@ def _fixed_pages(cm: ColumnMeta, starts: Sequence[int], ivs: Intervals, coll: Co
             col.pages.append(_Page(first, cnt, None, values=values))
         coll.add(p, fn)
     return True
+
+
+def count_sorted(cm: ColumnMeta, starts: Sequence[int], values: np.ndarray, coll: Collector,
+                 run: Callable[[Collector], None]) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a column sorted ascending (int64 or timestamp, no nulls): how many of its values are
+    less than, and how many at most, each of ``values`` (int64; the column's
+    ``searchsorted`` "left" and "right"), summed over its pages -- each page searched without
+    a decode where its encoding allows (a plain page in place, a regular sequence by
+    arithmetic, see :func:`search_fixed`). None when the column does not qualify."""
+    node = cm.nodes[0]
+    if cm.all_null or node.kind != FIXED or not (node.type == pa.int64() or pa.types.is_timestamp(node.type)) \
+            or getattr(node.type, "bit_width", 64) != 64:
+        return None
+    dtype = np.dtype(np.int64)
+    pages: list[Any] = []
+    for st in range(len(starts) - 1):
+        if _state(cm, node.streams[0], st) != "valid":
+            return None
+        pages.extend(cm.plist[node.streams[1]][st])
+    lo = np.zeros(len(values), dtype=np.int64)
+    hi = np.zeros(len(values), dtype=np.int64)
+    for p in pages:
+        def fn(mv: memoryview, cnt: int = p[P_ITEMS]) -> None:
+            got = search_fixed(mv, dtype, cnt, values)
+            if got is None:
+                page = np.empty(cnt, dtype=dtype)
+                _fixed_kernel(mv, dtype, cnt, page, 0)
+                got = np.searchsorted(page, values, "left"), np.searchsorted(page, values, "right")
+            np.add(lo, got[0], out=lo)
+            np.add(hi, got[1], out=hi)
+        coll.add(p, fn)
+    run(coll)
+    return lo, hi
 
 
 def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta], starts: Sequence[int],

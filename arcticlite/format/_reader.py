@@ -592,6 +592,19 @@ class FermionReader:
         return sel
 
     @_guard
+    def count_sorted(self, column: str | int, values: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """For a column whose values are sorted ascending (int64 or timestamp, no nulls): the
+        file rows ``np.searchsorted(column, values, "left")`` and ``"right"`` (``values``:
+        int64, e.g. nanoseconds), searching each page without decoding it where its encoding
+        allows (plain, a regular sequence, bit-packed values). None when the column does not
+        qualify (read it and search it)."""
+        i = self.resolve([column])[0]
+        self._load_cmbs([i])
+        vals = np.asarray(values, dtype=np.int64)
+        return LATE.count_sorted(self._cmeta[i], self._stripe_starts(None), vals, self._collector(),
+                                 lambda coll: coll.run(self._rr, gap=self.gap, parallel=False))
+
+    @_guard
     def read_dictionary(self, column: str | int, row_range: tuple[int, int] | None = None) -> pa.ChunkedArray | None:
         """Rows ``row_range`` (default all) of a string / binary column without nulls whose
         pages there are all dictionary-encoded (``binary-dict``), as a chunked dictionary array:

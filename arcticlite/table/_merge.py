@@ -30,13 +30,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arcticlite import format as fermion
 from arcticlite import normalize as norm
+from arcticlite._envelope import naming_key
 from arcticlite.exceptions import (
     SchemaException,
     StorageException,
     UserInputException,
 )
-from arcticlite.index import EMPTY_ROOT, FLAG_DELTA, ROW_DTYPE, IndexRoot
+from arcticlite.index import EMPTY_ROOT, FLAG_DELTA, ROW_DTYPE, IndexRoot, hex_digests
+from arcticlite.storage import KVStore
 from arcticlite.table._deltas import DELETE as OP_DELETE
 from arcticlite.table._deltas import (
     DELTAS,
@@ -62,9 +65,10 @@ from arcticlite.table._ops import (
     describe_types,
     index_bounds,
 )
+from arcticlite.table._pools import Pools
 from arcticlite.table._read import meta_of, schema_of
-from arcticlite.table._segments import read_segments, write_segments
-from arcticlite.version import VersionRecord
+from arcticlite.table._segments import lends_views, read_segments, write_segments
+from arcticlite.version import LibraryKeys, VersionRecord
 
 UPDATE, DO_NOTHING, DELETE = "update", "do_nothing", "delete"
 
@@ -503,11 +507,16 @@ class Merge(Operation):
         for g0, g1 in runs:
             r0, r1 = int(gstart[g0]), int(gend[g1 - 1])
             lv = base_lv[(base_lv["start_row"] >= r0) & (base_lv["start_row"] < r1)]
-            t = read_segments(e.store, e.keys, sym, lv, bschema, n_index, key_data, (r0, r1), pools=e.pools)
-            if sidx is not None:  # only the rows whose index value the source holds
+            hits = index_hits(e.store, e.keys, sym, lv, sidx, bschema.field(0), e.pools) \
+                if sidx is not None and not key_data else None
+            if hits is not None:  # the index is the only key: searched in place, nothing decoded
+                t, pos = hits
+            elif sidx is not None:  # only the rows whose index value the source holds
+                t = read_segments(e.store, e.keys, sym, lv, bschema, n_index, key_data, (r0, r1), pools=e.pools)
                 found = found_rows(t.column(0), sidx)
                 t, pos = take_chunked(t, found), r0 + found
             else:
+                t = read_segments(e.store, e.keys, sym, lv, bschema, n_index, key_data, (r0, r1), pools=e.pools)
                 pos = np.arange(r0, r1, dtype=np.int64)
             parts.append(t.select(keys))
             ids.append(pos)
@@ -675,6 +684,50 @@ class Merge(Operation):
             rows["min_index"] = rows["start_row"]
             rows["max_index"] = rows["end_row"].astype(np.int64) - 1
         return rows, len(replaced)
+
+
+def index_hits(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, sidx: np.ndarray,
+               field: pa.Field, pools: Pools) -> tuple[pa.Table, np.ndarray] | None:
+    """The stored rows of ``leaves`` (row groups with a sorted datetime index) whose index value
+    sorted ``sidx`` holds, as (a one-column table of those values, their absolute row numbers),
+    found by searching each segment's index column in place: a regular index by arithmetic, a
+    plain one by bisection over its bytes, nothing decoded (the values found are the values
+    searched). None when a segment's index column cannot be searched so (the caller reads it)."""
+    groups = leaves[np.unique(leaves["start_row"], return_index=True)[1]]
+    digests = hex_digests(groups)
+    views = lends_views(store)
+
+    def one(i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        g = groups[i]
+        sub = sidx[np.searchsorted(sidx, g["min_index"], "left"):np.searchsorted(sidx, g["max_index"], "right")]
+        if not len(sub):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        key = keys.tdata(sym, digests[i])
+        off, n = int(g["seg_offset"]), int(g["end_row"] - g["start_row"])
+        with naming_key(key):
+            if views:
+                with store.read_view(key) as view:
+                    got = fermion.FermionReader(view, parallel=False).count_sorted(field.name, sub)
+            else:
+                rr = fermion.RangeReader(lambda o, ln: store.read_range(key, o, ln), size=int(g["nbytes"]))
+                got = fermion.FermionReader(rr, parallel=False).count_sorted(field.name, sub)
+        if got is None:
+            return None
+        lo, hi = np.clip(got[0], off, off + n) - off, np.clip(got[1], off, off + n) - off
+        run = hi - lo
+        present = run > 0
+        lo, run, sub = lo[present], run[present], sub[present]
+        rows = np.repeat(lo - np.concatenate([[0], np.cumsum(run)[:-1]]), run) + np.arange(int(run.sum()))
+        return rows.astype(np.int64) + int(g["start_row"]), np.repeat(sub, run)
+
+    found = list(map(one, range(len(groups)))) if views else list(pools.io.map(one, range(len(groups))))
+    if any(f is None for f in found):
+        return None
+    pos = np.concatenate([f[0] for f in found if f is not None]) if found else np.zeros(0, np.int64)
+    vals = np.concatenate([f[1] for f in found if f is not None]) if found else np.zeros(0, np.int64)
+    col = pa.array(vals, pa.int64()).cast(field.type) if not pa.types.is_timestamp(field.type) else \
+        pa.array(vals, pa.int64()).view(field.type)
+    return pa.table([col], schema=pa.schema([field])), pos
 
 
 def found_rows(stored: pa.ChunkedArray, sidx: np.ndarray) -> np.ndarray:

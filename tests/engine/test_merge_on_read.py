@@ -253,3 +253,40 @@ def test_an_append_keeps_deltas_pending_only_when_sorted_after_every_row(ac: Arc
     both(libs, "append", "s", unsorted, validate_index=False)
     assert mor.compaction_plan("s").layers == 0  # an unsorted append folds them first
     same(mor.read("s").data, cow.read("s").data)
+
+
+@pytest.mark.parametrize("regular", [True, False])
+def test_merges_on_the_index_alone_read_as_copy_on_write(ac: Arctic, regular: bool) -> None:
+    # the index as the only key: the stored rows are found by searching each segment's index
+    # column in place (a regular index by arithmetic); with repeated index values, an update
+    # that leaves parts of segments in place, and deletes by index
+    rng = np.random.default_rng(11)
+    libs = pair(ac, rows_per_segment=16)
+    mor, cow = libs
+    n = 200
+    minutes = np.arange(n) * 2 if regular else np.sort(rng.choice(600, n, replace=False))
+    if not regular:
+        minutes[50:53] = minutes[50]  # repeated index values
+    idx = pd.DatetimeIndex(pd.Timestamp("2024-01-01") + pd.to_timedelta(minutes, "min"))
+    base = pd.DataFrame({"k": rng.integers(0, 3, n), "v": rng.normal(size=n).round(2),
+                         "s": [f"b{i}" for i in range(n)]}, index=idx)
+    both(libs, "write", "x", base)
+    upd = base.iloc[70:75].copy()
+    upd["v"] = 9.0
+    both(libs, "update", "x", upd)  # a row group rewritten, its neighbours' segments kept in part
+    for step in range(5):
+        at = np.sort(rng.choice(n, 12, replace=False))
+        src = base.iloc[at].copy()
+        src = src[~src.index.duplicated()]
+        src["v"] = float(step)
+        extra = pd.DataFrame({"k": [7], "v": [-1.0], "s": [f"new{step}"]},
+                             index=[idx[at[0]] + pd.Timedelta(seconds=30)])
+        src = pd.concat([src, extra]).sort_index()
+        strategy = STRATEGIES[step % 3] if regular or step else MergeStrategy("update", "insert")
+        both(libs, "merge", "x", src, strategy=strategy)
+        check_reads(mor, cow, "x", timeseries=True)
+    gone = cow.read("x").data.iloc[[3, 40, 41, 150]]
+    both(libs, "delete_rows", "x", gone.iloc[:, :0])
+    check_reads(mor, cow, "x", timeseries=True)
+    for v in range(mor.read("x").version + 1):
+        same(mor.read("x", as_of=v).data, cow.read("x", as_of=v).data)
