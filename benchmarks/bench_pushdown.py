@@ -19,6 +19,10 @@ threads, steadier on a loaded machine); engines alternate A B, B A, … per run;
 the runs is reported, with the result's row count of each engine (equal run to run; they differ where ArcticDB compares a float literal at float32 precision, docs/compatibility.md). arcticlite's
 ``QueryBuilder.explain`` figures (segments / pages fetched) come from an untimed call.
 Results: a table on stdout and JSON in ``benchmarks/results/pushdown.json``.
+
+``--cpu-in-process`` (profiling aid, not the fair comparison): one arcticlite process writes the
+symbol, reads each query once to warm up, then ``--runs`` times, and prints the median CPU time
+(``time.process_time``) of a read; ``--queries`` narrows the queries.
 """
 
 from __future__ import annotations
@@ -124,6 +128,28 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def cpu_in_process(rows: int, layout: str, runs: int, names: list[str]) -> None:
+    """Median CPU time of ``runs`` reads of each query in this process, after one warm-up."""
+    import arcticlite
+
+    root = tempfile.mkdtemp(prefix="bench_pushdown_cpu_")
+    try:
+        worker({"engine": "arcticlite", "op": "prepare", "uri": f"lmdb://{root}", "rows": rows, "layout": layout})
+        lib = arcticlite.Arctic(f"lmdb://{root}").get_library("bench")
+        for name in names:
+            q = query(arcticlite, name, rows)
+            n = len(lib.read("s", query_builder=q).data)
+            cpus = []
+            for _ in range(runs):
+                c = time.process_time()
+                lib.read("s", query_builder=q)
+                cpus.append(time.process_time() - c)
+            print(f"{name:<13}{n:>9} rows  cpu median {1000 * float(np.median(cpus)):8.1f} ms"
+                  f"  (min {1000 * min(cpus):.1f}, {runs} reads, {rows:,} rows, layout {layout})")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def store_bytes(path: str) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
@@ -134,9 +160,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--layout", choices=["random", "blocks"], default="random")
     ap.add_argument("--worker")
+    ap.add_argument("--cpu-in-process", action="store_true")
+    ap.add_argument("--queries", default=",".join(QUERIES))
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
+        return
+    if args.cpu_in_process:
+        cpu_in_process(args.rows, args.layout, args.runs, args.queries.split(","))
         return
     root = tempfile.mkdtemp(prefix="bench_pushdown_")
     try:

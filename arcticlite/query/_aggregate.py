@@ -1,7 +1,9 @@
 """``groupby(...).agg(...)`` and ``resample(...).agg(...)`` over Arrow tables.
 
 Both reduce with ``pyarrow.Table.group_by`` (single-threaded so that groups come out in
-order of first appearance, which for resample buckets is time order). As in ArcticDB,
+order of first appearance, which for resample buckets is time order); a group-by on a
+dictionary-encoded string key reduces its dense codes with numpy instead (``_dense``, the
+same results without hashing) where every aggregation is a number's or a count. As in ArcticDB,
 NaN is skipped by every aggregation (``sum`` of nothing is 0, ``mean`` / ``min`` /
 ``max`` / ``first`` / ``last`` of nothing is NaN, ``count`` counts present values as
 uint64), integer sums widen to int64 / uint64, and rows with a missing group key are
@@ -19,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.query import _dense
 from arcticlite.query._expr import Evaluator, category, ts_ns
 
 GROUPBY_OPS = ("sum", "mean", "min", "max", "count")
@@ -43,7 +46,7 @@ def parse_aggregations(aggs: dict[str, Any], allowed: tuple[str, ...], where: st
     return out
 
 
-def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str) -> Any:
+def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str, nan_to_null: bool = True) -> Any:
     cat = category(data.type)
     if op in ("sum", "mean", "min", "max") and cat not in ("num", "bool", "ts") or (op == "sum" and cat == "ts"):
         kind = "UTF_DYNAMIC64" if cat == "str" else str(data.type)
@@ -51,7 +54,7 @@ def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str
             f"E_UNSUPPORTED_COLUMN_TYPE {clause}: {op.capitalize()} aggregation not supported on column "
             f"{column!r} of type {kind}"
         )
-    if pa.types.is_floating(data.type):
+    if nan_to_null and pa.types.is_floating(data.type):
         data = pc.if_else(pc.is_nan(data), pa.scalar(None, data.type), data)
     if cat == "ts" and op == "mean":
         data = data.cast(pa.int64())
@@ -80,6 +83,9 @@ def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple
     dictionary = None
     if pa.types.is_dictionary(keys.type):  # codes into per-segment dictionaries: group on codes
         keys, dictionary = _global_codes(keys)
+        values = [_prepare(ev.column(column), op, column, clause, nan_to_null=False) for _, column, op in specs]
+        if all(_dense.supported(v.type, op) for v, (_, _, op) in zip(values, specs, strict=True)):
+            return _dense_aggregate(ev, keys, dictionary, specs, values)
     cols: dict[str, Any] = {"__key": keys}
     aggs = []
     for i, (_, column, op) in enumerate(specs):
@@ -97,6 +103,18 @@ def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple
     if dictionary is not None:
         groups = pa.chunked_array([dictionary.take(groups.combine_chunks())])
     return groups, outputs
+
+
+def _dense_aggregate(ev: Evaluator, codes: pa.ChunkedArray, dictionary: pa.Array, specs: list[tuple[str, str, str]],
+                     values: list[Any]) -> tuple[pa.ChunkedArray, list[tuple[str, pa.ChunkedArray]]]:
+    """:func:`aggregate` over dense codes into ``dictionary`` (numpy reductions, no hashing)."""
+    split = _dense.split(codes, len(dictionary))
+    order = _dense.group_order(split)
+    outputs = []
+    for (name, column, op), data in zip(specs, values, strict=True):
+        reduced = _dense.reduce(split, order, data, op)
+        outputs.append((name, _finish(pa.chunked_array([reduced]), op, ev.column(column).type)))
+    return pa.chunked_array([dictionary.take(pa.array(order, pa.int32()))]), outputs
 
 
 def _global_codes(keys: pa.Array | pa.ChunkedArray) -> tuple[pa.ChunkedArray, pa.Array]:
