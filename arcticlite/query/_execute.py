@@ -79,6 +79,7 @@ class QueryPlan:
     output_columns: list[Any] | None
     value_filters: tuple[tuple[str, str, Any], ...] = ()
     code_keys: tuple[str, ...] = ()
+    index_unused: bool = False
 
 
 def _clauses(query: Any) -> list[tuple[str, Any]]:
@@ -285,14 +286,16 @@ def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, 
             break
     code_keys: tuple[str, ...] = ()
     rest = clauses[i:]
-    if len(rest) >= 2 and rest[0][0] == "groupby" and rest[1][0] == "aggregate" \
-            and isinstance(rest[0][1], str) and rest[0][1] not in referenced_columns(rest[1:]):
+    grouping = len(rest) >= 2 and rest[0][0] == "groupby" and rest[1][0] == "aggregate"
+    if grouping and isinstance(rest[0][1], str) and rest[0][1] not in referenced_columns(rest[1:]):
         key = data_stored.get(rest[0][1])
         if key is not None and meta.user_columns.count(rest[0][1]) == 1:
             code_keys = (key,)
+    # a group-by of data columns builds a new frame: the stored index is never looked at
+    index_unused = grouping and all(isinstance(r, str) and r in data_stored for r in referenced_columns(rest[:2]))
     return QueryPlan(columns=fetch, row_range=row_range, index_range=index_range, clauses=rest,
                      output_columns=None if aggregating else columns, value_filters=tuple(values),
-                     code_keys=code_keys)
+                     code_keys=code_keys, index_unused=index_unused)
 
 
 class _State:

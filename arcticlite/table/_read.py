@@ -359,7 +359,9 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
                               mark_absent=plan.dynamic and plan.query is not None, candidates=plan.candidates,
                               stats=stats, filters=plan.query.value_filters if plan.query is not None else (),
                               nan_rows=True, judged=plan.judged,
-                              code_keys=plan.query.code_keys if plan.query is not None else ())
+                              code_keys=plan.query.code_keys if plan.query is not None else (),
+                              with_index=plan.query is None or not plan.query.index_unused
+                              or plan.index_range is not None)  # (the index slices a date range below)
     ir = plan.index_range
     if ir is not None and table.num_rows:
         idx = table.column(0).cast(pa.int64()).to_numpy()

@@ -639,6 +639,7 @@ def read_segments(
     nan_rows: bool = False,
     judged: bool = False,
     code_keys: Sequence[str] = (),
+    with_index: bool = True,
 ) -> pa.Table:
     """Fetch and assemble the rows ``row_range`` (absolute, half-open) of the columns
     ``wanted`` (storage names, storage order) from ``leaves``.
@@ -661,11 +662,14 @@ def read_segments(
     holds the outcome), so late materialisation does not judge them again. ``code_keys``:
     string columns to return dictionary-encoded (``dictionary<int32, large_string>``: each
     page's codes into its own dictionary, the strings never built; a query groups on them).
+    ``with_index=False``: the index columns are neither decoded nor returned (a group-by of
+    data columns never looks at them); ``index_range`` must then be None.
     """
-    index_names = [schema.field(i).name for i in range(n_index)]
+    index_names = [schema.field(i).name for i in range(n_index)] if with_index else []
     wanted_pos = list(positions) if positions is not None else wanted_positions(schema, n_index, wanted)
     data_names: Any = _Names(schema, n_index) if 8 * len(wanted) < len(schema) else schema.names[n_index:]
-    out_schema = pa.schema([schema.field(i) for i in range(n_index)] + [schema.field(n_index + p) for p in wanted_pos])
+    out_schema = pa.schema([schema.field(i) for i in range(len(index_names))]
+                           + [schema.field(n_index + p) for p in wanted_pos])
     coded = {f.name for f in out_schema if f.name in code_keys and _is_text(f.type) and not pa.types.is_null(f.type)} \
         if code_keys and not dynamic else set()
     for name in coded:
@@ -688,7 +692,7 @@ def read_segments(
     # a row group (same rows, several column slices) decodes its index columns once
     first_in_group = np.ones(len(leaves), dtype=bool)
     first_in_group[1:] = (start[1:] != start[:-1]) | (stop[1:] != stop[:-1])
-    use_range = index_range if (index_range is not None and n_index) else None
+    use_range = index_range if (index_range is not None and index_names) else None
     if use_range is not None:
         trim = (leaves["min_index"] < use_range[0]) | (leaves["max_index"] > use_range[1])
     else:
@@ -713,7 +717,7 @@ def read_segments(
                          tuple(c for c in data if c in text) if text else (), judged,
                          tuple(c for c in data if c in coded) if coded else ()))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
-                           index_name=index_names[0] if n_index else None, index_range=use_range,
+                           index_name=index_names[0] if index_names else None, index_range=use_range,
                            pools=pools or shared(), stats=stats)
     if any(t is RULED_OUT for t in tables):  # whole row groups (late jobs) without a row
         kept = [i for i, t in enumerate(tables) if t is not RULED_OUT]

@@ -109,3 +109,24 @@ def test_all_values_missing_and_no_rows(lib: Library) -> None:
     q = QueryBuilder()
     q = q.date_range((pd.Timestamp("2030-01-01"), None)).groupby("k").agg({"x": "sum"})
     assert len(lib.read("s", query_builder=q).data) == 0
+
+
+def test_groupby_with_a_date_range_or_row_range_read(lib: Library) -> None:
+    # the index is not decoded for a group-by of data columns, unless a date range needs it
+    df = _frame(400, "random", seed=3)
+    lib.write("s", df)
+    q = QueryBuilder().groupby("k").agg({"x": "sum", "n": ("i64", "count")})
+    lo, hi = df.index[37], df.index[311]
+    got = lib.read("s", date_range=(lo, hi), query_builder=q).data
+    part = df.loc[lo:hi]
+    exp = part.groupby("k", sort=False).agg(x=("x", "sum"), n=("i64", "count")).astype({"n": np.uint64})
+    pd.testing.assert_frame_equal(got, exp)
+    got = lib.read("s", row_range=(13, 287), query_builder=q).data
+    part = df.iloc[13:287]
+    exp = part.groupby("k", sort=False).agg(x=("x", "sum"), n=("i64", "count")).astype({"n": np.uint64})
+    pd.testing.assert_frame_equal(got, exp)
+    q = QueryBuilder().groupby("k").agg({"x": "max"})
+    q = q[q["x"] > 1_000]
+    got = lib.read("s", query_builder=q).data
+    exp = df.groupby("k", sort=False)[["x"]].max()
+    pd.testing.assert_frame_equal(got, exp[exp.x > 1_000])
