@@ -469,12 +469,19 @@ class LmdbStore(KVStore):
         (n,) = _LEN.unpack_from(value, 0)
         return memoryview(value)[_LEN.size + n :]
 
-    @staticmethod
-    def _real_key(stored: bytes, value: Any) -> str:
-        if _LONG_MARK not in stored:
-            return stored.decode("utf-8")
-        (n,) = _LEN.unpack_from(value, 0)
-        return bytes(memoryview(value)[_LEN.size : _LEN.size + n]).decode("utf-8")
+    def _real_key(self, stored: bytes, value: Any) -> str:
+        try:
+            if _LONG_MARK not in stored:
+                return stored.decode("utf-8")
+            (n,) = _LEN.unpack_from(value, 0)
+            if _LEN.size + n > len(value):
+                raise ValueError("the stored name runs past its value")
+            return bytes(memoryview(value)[_LEN.size : _LEN.size + n]).decode("utf-8")
+        except (UnicodeDecodeError, ValueError, struct.error) as exc:
+            # arcticlite writes UTF-8 names only: a flipped bit in the key (LMDB checksums neither
+            # keys nor values) or in a long key's stored name
+            raise CorruptDataError(f"a key {stored[:200]!r} of the LMDB file at {self.path!r} is damaged ({exc}); "
+                                   "restore the store from a backup") from exc
 
     def _get(self, txn: Any, key: str) -> Any:
         """The value of ``key`` in ``txn`` (a buffer valid until the txn ends) or ``None``."""
@@ -581,16 +588,19 @@ class LmdbStore(KVStore):
                         return out
                     if cur.key() == last and not cur.next():
                         return out
-                while True:
-                    stored = bytes(cur.key())
+                for k in cur.iternext(keys=True, values=False):  # values only of long keys (below)
+                    stored = bytes(k)
                     if stored[:n] != seek:
                         break
-                    real = self._real_key(stored, cur.value())
-                    if real.startswith(prefix):
-                        out.append((stored, real))
+                    if _LONG_MARK in stored:
+                        real = self._real_key(stored, txn.get(stored))
                     else:
-                        out.append((stored, ""))
-                    if len(out) >= _LIST_PAGE or not cur.next():
+                        try:
+                            real = stored.decode("utf-8")
+                        except UnicodeDecodeError:
+                            real = self._real_key(stored, None)  # raises CorruptDataError
+                    out.append((stored, real if real.startswith(prefix) else ""))
+                    if len(out) >= _LIST_PAGE:
                         break
                 return out
 

@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from arcticlite._envelope import KIND_SNAPSHOT, naming_key, seal, unseal
-from arcticlite.exceptions import NoDataFoundException
+from arcticlite.exceptions import CorruptDataError, NoDataFoundException
 from arcticlite.storage import KVStore
 from arcticlite.version._keys import LibraryKeys, unescape
 from arcticlite.version._records import decode_metadata, encode_metadata
@@ -37,10 +37,18 @@ class Snapshots:
         snapshot."""
         key = self.keys.snapshot(name)
         raw = self.store.read_if_exists(key)
+        if raw is None and name in self.names():  # created since (read again), or a damaged key index
+            raw = self.store.read_if_exists(key)
+            if raw is None:  # listed, yet not found: the store's key index is damaged
+                raise CorruptDataError(f"snapshot {name!r} is listed under {key!r} but its value cannot be read "
+                                       "(the store's key index is damaged); restore the store from a backup")
         if raw is None:
             raise NoDataFoundException(f"Snapshot {name} not found")
         with naming_key(key):
             header, blob = unseal(raw, KIND_SNAPSHOT)
+            if header.get("name", name) != name:  # a flipped bit in the key moved another snapshot's value
+                raise CorruptDataError(f"the value stored under {key!r} is snapshot {header.get('name')!r}, "
+                                       f"not {name!r}: the key is corrupt")
         header["metadata_bytes"] = bytes(blob) if header.get("has_meta") else None
         return header
 

@@ -12,11 +12,13 @@ deletes what it merged.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from arcticlite import config
 from arcticlite._envelope import KIND_SYMBOL_LIST, naming_key, seal, unseal
@@ -63,6 +65,35 @@ def _read_compacted(raw: Any) -> State:
     return dict(zip(names, zip(seqs, ops, strict=True), strict=True))
 
 
+def _journal_check(body: str) -> str:
+    """The checksum a journal key's token ends with: of ``{sym}/{seq}.{op}.{random}``."""
+    return xxhash.xxh32_hexdigest(body.encode("utf-8"))
+
+
+_LEGACY_TOKEN = re.compile(r"[0-9a-f]{12}")
+_TOKEN = re.compile(r"([0-9a-f]{12})-([0-9a-f]{8})")
+
+
+def _parse_journal(body: str) -> tuple[str, int, str] | None:
+    """``(symbol, seq, op)`` of a journal key (``body``: the key after ``sl/j/``), or None when
+    the key is damaged: its checksum fails, or it has no valid layout. Keys written before the
+    checksum (a 12-character token) are taken as they are."""
+    try:
+        esc_sym, rest = body.rsplit("/", 1)
+        seq_s, op, tok = rest.split(".", 2)
+    except ValueError:
+        return None
+    if len(seq_s) != 20 or not seq_s.isdigit() or op not in ("a", "d"):
+        return None
+    m = _TOKEN.fullmatch(tok)
+    if m is not None:
+        if _journal_check(body[: len(body) - 9]) != m.group(2):
+            return None
+    elif _LEGACY_TOKEN.fullmatch(tok) is None:
+        return None
+    return unescape(esc_sym), int(seq_s), op
+
+
 DEFAULT_THRESHOLD = 500
 """Journal entries before a listing compacts them (``SymbolList.MaxDelta`` in :mod:`arcticlite.config`)."""
 
@@ -83,8 +114,11 @@ class SymbolList:
 
     def entry(self, sym: str, seq: int, op: str) -> tuple[str, bytes]:
         """The journal key (and its empty value) saying ``sym`` became live (``a``) or was
-        deleted (``d``) at version ``seq``."""
-        return self.keys.sl_journal(sym, seq, op, uuid.uuid4().hex[:12]), b""
+        deleted (``d``) at version ``seq``. Its token ends with a checksum of the key's own
+        content (:func:`_journal_check`): LMDB checksums no key, and a flipped bit in this
+        one would otherwise change a symbol's name, version or liveness unnoticed."""
+        key = self.keys.sl_journal(sym, seq, op, uuid.uuid4().hex[:12])
+        return f"{key}-{_journal_check(key[len(self.keys.sl_prefix) + 2:])}", b""
 
     def intent(self, sym: str, seq: int, op: str, token: str) -> tuple[str, bytes]:
         """An intent entry, written before a non-atomic commit point (S3) and carrying the
@@ -129,6 +163,8 @@ class SymbolList:
                     compacted.append(k)
                 elif k.startswith(iprefix):
                     intents.append(k)
+                else:  # no key of the list's own: a damaged key (below, it makes the list rebuild)
+                    journal.append(k)
             if len(journal) + len(compacted) + len(intents) >= LISTING_PAGE and attempt < 7:
                 # a listing of several pages is not one snapshot: a compaction between the pages
                 # may have merged and deleted journal keys of a later page after its compacted
@@ -142,9 +178,12 @@ class SymbolList:
                     raise
         raise AssertionError("unreachable")
 
-    def _scan(self) -> tuple[State, list[str], list[str]]:
+    def _scan(self) -> tuple[State, list[str], list[str], bool]:
+        """The state of the journal and compacted keys, those keys, and whether a journal key
+        is damaged (then the state cannot be trusted: :meth:`load` rebuilds it from the refs)."""
         jprefix = self.keys.sl_prefix + "j/"
         journal, compacted, intents, raws = self._list()
+        damaged = False
         state: State = {}
         for key, raw in zip(compacted, raws, strict=True):
             with naming_key(key):
@@ -155,15 +194,19 @@ class SymbolList:
             for sym, (seq, op) in entries.items():
                 _merge(state, sym, seq, op)
         for k in journal:
-            esc_sym, rest = k[len(jprefix) :].rsplit("/", 1)
-            seq_s, op, _tok = rest.split(".", 2)
-            _merge(state, unescape(esc_sym), int(seq_s), op)
+            parsed = _parse_journal(k[len(jprefix) :]) if k.startswith(jprefix) else None
+            if parsed is None:
+                damaged = True
+                continue
+            _merge(state, *parsed)
         if intents:
             self._resolve_intents(intents, state)
-        return state, journal, compacted
+        return state, journal, compacted, damaged
 
     def load(self) -> State:
-        state, journal, compacted = self._scan()
+        state, journal, compacted, damaged = self._scan()
+        if damaged:  # a journal key failed its checksum: the refs say what is live
+            return self.rebuild()
         if not journal and not compacted:
             if next(iter(self.store.list_keys(self.keys.ref_prefix)), None) is not None:
                 return self.rebuild()
@@ -183,14 +226,17 @@ class SymbolList:
         self.store.delete(list(merged))
 
     def compact(self) -> int:
-        state, journal, compacted = self._scan()
+        state, journal, compacted, damaged = self._scan()
+        if damaged:  # rebuilt from the refs instead (which compacts the journal)
+            self.rebuild()
+            return len(journal) + len(compacted)
         n = len(journal) + len(compacted)
         self._write_compacted(state, journal + compacted)
         return n
 
     def rebuild(self) -> State:
         """Rebuild the cache from the refs (the source of truth for liveness)."""
-        _state, journal, compacted = self._scan()
+        _state, journal, compacted, _damaged = self._scan()
         refs = list(self.store.list_keys(self.keys.ref_prefix))
         state: State = {}
         for k, raw in zip(refs, self.store.read_many(refs), strict=True):

@@ -137,7 +137,8 @@ def test_bit_flips_in_the_lmdb_file_never_give_other_data(tmp_path: Any) -> None
             failures.append((r["trial"], trials[r["trial"]], dict(outcomes), r["notes"][:3]))
     print(f"\n{TRIALS} single-bit flips in a {size:,}-byte data.mdb ({len(truth['reads'])} reads each): "
           f"trials {dict(trial_kinds)}; reads {dict(reads_total)}; child deaths {dict(events)}; "
-          f"failed trials {[(t, flips) for t, flips, *_ in failures]}")
+          f"failed trials {[(t, flips) for t, flips, *_ in failures]}; "
+          f"crashed trials {[(r['trial'], trials[r['trial']]) for r in results if 'crash' in r['outcomes']]}")
     assert not failures, failures[:10]
     assert trial_kinds["detected"] > 0  # flips did reach stored values, and were caught
     assert "hang" not in events
@@ -224,3 +225,33 @@ def test_a_renamed_library_registry_entry_is_reported_as_corruption(tmp_path: An
     lib = ac.create_library("lib")
     assert lib.read("s").data["a"].tolist() == [1, 2]
     assert lib.options().rows_per_segment == 7
+
+
+def test_a_damaged_symbol_list_key_is_rebuilt_from_the_refs(tmp_path: Any) -> None:
+    # found by 20,000 bit flips: a journal key carries its content in its name, which LMDB does
+    # not checksum -- a flip changed a symbol's name in list_symbols, or broke its parsing
+    # (ValueError, UnicodeDecodeError)
+    lib = Arctic(f"lmdb://{tmp_path}/s").create_library("lib")
+    for s in ("prices", "small", "obj"):
+        lib.write(s, pd.DataFrame({"a": [1]}))
+    keys = sorted(lib._store.list_keys(lib._keys.sl_prefix + "j/"))
+    assert all(k.rsplit(".", 1)[1].count("-") == 1 for k in keys)  # a checksum ends each token
+    prices = next(k for k in keys if "/prices/" in k)
+    _rename(lib._store, prices, prices.replace("/prices/", "/pricds/"))
+    assert lib.list_symbols() == ["obj", "prices", "small"]
+    lib.write("late", pd.DataFrame({"a": [1]}))  # (the listing above rebuilt and compacted the journal)
+    (late,) = lib._store.list_keys(lib._keys.sl_prefix + "j/")
+    _rename(lib._store, late, late.replace("/sl/j/", "/sl/J/"))  # no key of the list's own
+    assert Arctic(f"lmdb://{tmp_path}/s")["lib"].list_symbols() == ["late", "obj", "prices", "small"]
+
+
+def test_a_renamed_snapshot_key_is_reported_as_corruption(tmp_path: Any) -> None:
+    from arcticlite.exceptions import CorruptDataError
+
+    lib = Arctic(f"lmdb://{tmp_path}/s").create_library("lib")
+    lib.write("s", pd.DataFrame({"a": [1]}))
+    lib.snapshot("eod")
+    key = lib._keys.snapshot("eod")
+    _rename(lib._store, key, key[:-1] + "e")
+    with pytest.raises(CorruptDataError, match="is snapshot 'eod', not 'eoe'"):
+        lib.read("s", as_of="eoe")
