@@ -1,7 +1,7 @@
 """Keyed merge side by side: ArcticDB's ``merge_experimental`` and arcticlite's merge on read.
 
 Run ``python -m benchmarks.bench_merge [--rows 10000000] [--source 1000] [--merges 100]
-[--runs 5] [--out FILE]``. Scenarios (LMDB, a timeseries of ``--rows`` rows: unique one-second
+[--runs 5] [--only merge,rewrite,read_after,compact] [--out FILE]``. Scenarios (LMDB, a timeseries of ``--rows`` rows: unique one-second
 timestamps and four float64 columns; a source of ``--source`` rows, 90 % updates of stored
 rows spread over the whole symbol and 10 % inserts between them, sorted):
 
@@ -148,23 +148,32 @@ def main() -> None:
     p.add_argument("--merges", type=int, default=100)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    p.add_argument("--only", default="merge,rewrite,read_after,compact",
+                   help="comma-separated scenarios to run (default: all)")
     args = p.parse_args()
+    only = set(args.only.split(","))
+    unknown = only - {"merge", "rewrite", "read_after", "compact"}
+    if unknown:
+        p.error(f"unknown scenarios {sorted(unknown)}: choose from merge, rewrite, read_after, compact")
     tmp = Path(tempfile.mkdtemp(prefix="bench_merge_"))
     results: dict[str, dict[str, Any]] = {}
     try:
         stores = {}
+        needs_n = bool(only & {"read_after", "compact"})
         for name, engine, merges, extra in (("adb0", "arcticdb", 0, "-"), ("lite0", "arcticlite", 0, "-"),
                                             ("cow0", "arcticlite", 0, "cow"),
                                             ("adbN", "arcticdb", args.merges, "-"),
                                             ("liteN", "arcticlite", args.merges, "-")):
+            if merges and not needs_n:
+                continue
             t0 = time.perf_counter()
             run_worker(engine, "prepare", tmp / name, args, merges, extra)
             print(f"prepared {name} in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
             stores[name] = tmp / name
-        # the folded store for the read after compaction (prepared, not timed)
-        shutil.copytree(stores["liteN"], tmp / "liteC")
-        run_worker("arcticlite", "compact", tmp / "liteC", args, extra="1")
-        stores["liteC"] = tmp / "liteC"
+        if "read_after" in only:  # the folded store for the read after compaction (prepared, not timed)
+            shutil.copytree(stores["liteN"], tmp / "liteC")
+            run_worker("arcticlite", "compact", tmp / "liteC", args, extra="1")
+            stores["liteC"] = tmp / "liteC"
         scenarios = [
             ("merge", [("ArcticDB merge_experimental", "arcticdb", "merge", "adb0", "-"),
                        ("arcticlite merge (on read)", "arcticlite", "merge", "lite0", "-"),
@@ -178,6 +187,8 @@ def main() -> None:
                          ("arcticlite compact_deltas, 2 workers", "arcticlite", "compact", "liteN", "2")]),
         ]
         for scenario, entries in scenarios:
+            if scenario not in only:
+                continue
             times: dict[str, list[float]] = {e[0]: [] for e in entries}
             for r in range(args.runs):
                 order = entries if r % 2 == 0 else entries[::-1]  # alternate which goes first
@@ -194,10 +205,11 @@ def main() -> None:
             for label, s in results[scenario].items():
                 print(f"{scenario:11s} {label:40s} median {s['median']:.3f} s  (min {s['min']:.3f}, "
                       f"max {s['max']:.3f})", flush=True)
-        m = results["merge"]
-        lite = m["arcticlite merge (on read)"]["median"]
-        print(f"\nmerge on read / rewrite of the symbol: {lite / results['rewrite']['arcticlite write']['median']:.1%}; "
-              f"ArcticDB merge / arcticlite merge: {m['ArcticDB merge_experimental']['median'] / lite:.1f}x")
+        if {"merge", "rewrite"} <= only:
+            m = results["merge"]
+            lite = m["arcticlite merge (on read)"]["median"]
+            print(f"\nmerge on read / rewrite of the symbol: {lite / results['rewrite']['arcticlite write']['median']:.1%}; "
+                  f"ArcticDB merge / arcticlite merge: {m['ArcticDB merge_experimental']['median'] / lite:.1f}x")
         if args.out:
             args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
                                             "results": results}, indent=1))
