@@ -468,7 +468,8 @@ def _fixed_kernel(mv: memoryview, dtype: np.dtype[Any], count: int, out: np.ndar
 def _check_offsets(offs: np.ndarray, data: np.ndarray, cnt: int) -> None:
     if len(offs) != cnt + 1 or int(offs[0]) != 0:
         raise InvalidFileError("binary page offsets have the wrong length or start")
-    if int(offs[-1]) != len(data) or (cnt and int(np.diff(offs).min()) < 0):
+    if int(offs[-1]) != len(data) or (cnt and _enc_binary.regular_width(offs) is None
+                                      and int(np.diff(offs).min()) < 0):
         raise InvalidFileError("binary page offsets are not monotone within the data")
 
 

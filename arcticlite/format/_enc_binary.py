@@ -199,6 +199,29 @@ def _blob_id(mv: memoryview, depth: int) -> int:
     return int(mv[0])
 
 
+class RegularOffsets(np.ndarray):
+    """Offsets ``0, w, 2w, ...`` of values of one length ``width`` (made by :meth:`of`): a
+    reader may skip checking them. Any array derived from one (a slice, a sum) has no
+    ``width``."""
+
+    width: int | None = None
+
+    @classmethod
+    def of(cls, offsets: np.ndarray, width: int) -> RegularOffsets:
+        out = offsets.view(cls)
+        out.width = width
+        return out
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.width = None
+
+
+def regular_width(offsets: Any) -> int | None:
+    """The common length of the values whose offsets are ``offsets`` when they are known to be
+    regular (:class:`RegularOffsets`), else None."""
+    return offsets.width if isinstance(offsets, RegularOffsets) else None
+
+
 def decode_binary(
     mv: memoryview, count: int, depth: int, fixed: FixedDecoder, offsets_dtype: np.dtype = _I64
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -239,7 +262,7 @@ def decode_binary(
             offsets = np.arange(count + 1, dtype=_I64)
             if width != 1:
                 np.multiply(offsets, width, out=offsets)
-            return offsets, np.frombuffer(mv, dtype=_U8, count=data_len, offset=data_off)
+            return RegularOffsets.of(offsets, width), np.frombuffer(mv, dtype=_U8, count=data_len, offset=data_off)
         lengths = empty(count, f"<u{lw}")
         fixed(_sub(mv, BINARY_HDR.size, llen), lengths.dtype, count, lengths, depth + 1)
         offsets = empty(count + 1, _I64)

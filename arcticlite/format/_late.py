@@ -174,9 +174,10 @@ def _dictionary_hits(offsets: np.ndarray | None, data: np.ndarray | None, typ: p
                 return None
     except UnicodeEncodeError:
         return None
+    regular = _enc_binary.regular_width(offsets) is not None
     offs = np.asarray(offsets, dtype=np.int64)
     size = len(offs) - 1
-    keys = _fixed_width_keys(offs, data)
+    keys = _fixed_width_keys(offs, data, regular)
     if keys is not None:  # entries of one width up to 8 bytes: one integer each
         width = int(offs[1])
         at = [np.flatnonzero(keys == np.frombuffer(nd.ljust(8, b"\0"), "<u8")[0])
@@ -207,13 +208,14 @@ def _dictionary_hits(offsets: np.ndarray | None, data: np.ndarray | None, typ: p
     return np.array(sorted(hits), dtype=np.int64)
 
 
-def _fixed_width_keys(offs: np.ndarray, data: np.ndarray) -> np.ndarray | None:
+def _fixed_width_keys(offs: np.ndarray, data: np.ndarray, regular: bool = False) -> np.ndarray | None:
     """Each entry of a dictionary whose entries all have one width of 1 to 8 bytes (tickers,
-    codes) as a uint64 (its bytes, zero-padded); None for any other dictionary."""
+    codes) as a uint64 (its bytes, zero-padded); None for any other dictionary. ``regular``:
+    the offsets are known to be ``0, w, 2w, ...`` (not compared with them again)."""
     size = len(offs) - 1
     width = int(offs[1]) if size > 0 else 0
     if not 0 < width <= 8 or int(offs[-1]) != width * size \
-            or not np.array_equal(offs, np.arange(0, width * size + 1, width)):
+            or not (regular or np.array_equal(offs, np.arange(0, width * size + 1, width))):
         return None
     buf = np.zeros(width * size + 8, dtype=np.uint8)  # 8 bytes readable from every entry
     buf[: width * size] = np.asarray(data)[: width * size]
@@ -407,6 +409,15 @@ def match_rows(terms: list[F.Term], ivs: Intervals, metas: dict[str, ColumnMeta]
         cols[name].values = parts[0] if len(parts) == 1 else pa.chunked_array(parts).combine_chunks()
     r0, r1 = ivs[0][0], ivs[-1][1]
     n = r1 - r0
+    if len(terms) == 1 and terms[0].op != "or" and len(ivs) == 1:  # one term on one page: no masks to combine
+        col = cols[terms[0].column]
+        if col.values is None and len(col.pages) == 1 and col.pages[0].first <= r0 \
+                and r1 <= col.pages[0].first + col.pages[0].count:
+            pg = col.pages[0]
+            pm = pg.mask(terms[0], r0 - pg.first, r1 - pg.first)
+            if keep is not None:
+                keep.update(cols)
+            return np.zeros(0, dtype=np.int64) if pm is None else np.flatnonzero(pm).astype(np.int64, copy=False) + r0
 
     def conj(ts: list[F.Term]) -> np.ndarray:
         m = np.ones(n, dtype=bool)
