@@ -24,7 +24,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from arcticlite.format._alloc import PREFAULT_MIN_BYTES, empty, prefault, small_pages
+from arcticlite.format._alloc import (
+    PREFAULT_MIN_BYTES,
+    empty,
+    populate,
+    prefault,
+    small_pages,
+    small_pages_for,
+)
 from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
@@ -50,8 +57,10 @@ __all__ = [
     "from_parquet",
     "intersect_intervals",
     "merge_intervals",
+    "populate",
     "prefault",
     "small_pages",
+    "small_pages_for",
     "to_parquet",
 ]
 

@@ -722,9 +722,11 @@ def _datetime_index(col: pa.ChunkedArray, meta: NormMeta, name: Any) -> pd.Datet
 def datetime_index(values: np.ndarray, meta: NormMeta, name: Any) -> pd.DatetimeIndex:
     """The user's DatetimeIndex (tz, unit, name) around stored naive-UTC ns ``values``
     (zero-copy for a tz-naive nanosecond index)."""
-    idx = pd.DatetimeIndex(values, name=name, copy=False)
-    if meta.tz is not None:
-        idx = idx.tz_localize("UTC").tz_convert(tz_object(meta.tz, meta.tz_library))
+    if meta.tz is not None:  # int64 values are UTC: the tz-aware index is the same buffer
+        dtype = pd.DatetimeTZDtype("ns", tz_object(meta.tz, meta.tz_library))
+        idx = pd.DatetimeIndex(np.asarray(values).view(np.int64), dtype=dtype, name=name, copy=False)
+    else:
+        idx = pd.DatetimeIndex(values, name=name, copy=False)
     if meta.index_unit != "ns":
         idx = idx.as_unit(meta.index_unit)
     return idx

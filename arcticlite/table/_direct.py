@@ -26,12 +26,11 @@ only how fast and in how much memory.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -48,6 +47,7 @@ from arcticlite.table._segments import lends_views
 from arcticlite.version import LibraryKeys
 
 _NAT = np.iinfo(np.int64).min
+_T = TypeVar("_T")
 POOL_MIN_BYTES = 4 << 20
 """Reads of fewer stored bytes than this decode on the calling thread."""
 FETCH_WINDOW = 16
@@ -93,15 +93,17 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
         dtypes.append(dt)
         groups.setdefault(dt, []).append(pos)
     arrays, placement, dest = [], [], {}
+    total = nrows * (sum(dt.itemsize * len(p) for dt, p in groups.items() if not dt.hasobject) + (8 if index_field is not None else 0))
+    small = fermion.small_pages_for(total)
     for dt, positions in groups.items():
-        arr = fermion.empty(len(positions) * nrows, dt).reshape(len(positions), nrows)
+        arr = fermion.empty(len(positions) * nrows, dt, small=small).reshape(len(positions), nrows)
         arrays.append(arr)
         placement.append(positions)
         for j, pos in enumerate(positions):
             dest[fields[pos].name] = arr[j]
     index = None
     if index_field is not None:
-        index = fermion.empty(nrows, np.dtype("datetime64[ns]"))
+        index = fermion.empty(nrows, np.dtype("datetime64[ns]"), small=small)
         dest[index_field.name] = index
     return Blocks(arrays, placement, dest, index, nrows)
 
@@ -151,9 +153,18 @@ class _Job:
     nbytes: int  # stored bytes of the rows read (a share of the segment's size)
 
 
-def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
+def _decode_into(src: Any, job: _Job, blocks: Blocks, parallel: bool, fresh: bool = False) -> None:
     with naming_key(job.key):
+        if fresh:
+            _populate(job, blocks)
         _decode_job(src, job, blocks, parallel)
+
+
+def _populate(job: _Job, blocks: Blocks) -> None:
+    """Map the pages of the job's rows in the result just before it writes them (see
+    :func:`arcticlite.format.populate`)."""
+    n = job.hi - job.lo
+    fermion.populate(a[job.at : job.at + n] for a in (blocks.dest[c] for c in job.cols) if a.dtype.kind != "O")
 
 
 def _decode_job(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
@@ -170,73 +181,79 @@ def _decode_job(src: Any, job: _Job, blocks: Blocks, parallel: bool) -> None:
         reader.close()
 
 
+def fresh_bytes(blocks: Blocks) -> int:
+    """Bytes of the result that are fresh memory the decoders write (object arrays excluded)."""
+    return sum(a.nbytes for a in (*blocks.arrays, blocks.index) if a is not None and a.dtype.kind != "O")
+
+
 def fill(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools | None = None) -> None:
     """Decode every job into ``blocks`` (each writes its own rows).
 
-    Decoding runs on the calling thread unless the read is large and the machine has more
-    than two cores: the decoders interleave many short numpy calls with Python, so threads
-    mostly wait for each other (measured on 2 cores: a 10M-row float read 0.17 s inline vs
-    0.18 s with 2-4 threads; the quote frame 0.14 s vs 0.14-0.17 s). Stores without zero-copy
-    views are read a window of segments at a time (parallel GETs), the next window fetched
-    while this one decodes."""
+    A large result (:data:`arcticlite.format.PREFAULT_MIN_BYTES` or more) is decoded by two
+    threads where the machine has two cores (more threads where it has more), each taking the
+    next segment, mapping its rows of the result (:func:`arcticlite.format.populate`) and
+    decoding into them: first touch of fresh memory costs more than the decoding, and both
+    it and the copies run outside the GIL. Smaller reads decode on the calling thread (on
+    two cores a 5M-row quote read took 0.14 s inline against 0.14-0.17 s on threads: the
+    decoders of small segments interleave many short numpy calls with Python). Stores
+    without zero-copy views are read a window of segments at a time (parallel GETs), the next
+    window fetched while this one decodes."""
     if not jobs:
         return
     pools = pools or shared()
     views = lends_views(store)
+    fresh = fresh_bytes(blocks) >= fermion.PREFAULT_MIN_BYTES
     pooled = pools.decode_threads > 1 and len(jobs) > 1 and sum(j.nbytes for j in jobs) >= POOL_MIN_BYTES
+    runners = pools.decode_threads if pooled else 2 if fresh and pools.threads > 1 and len(jobs) > 1 else 1
 
     bar = Progress(len(jobs), "read", unit="segment")  # drawn on terminals for long reads only
 
     def one(job: _Job) -> None:
         if views:  # decode from the store's memory map; large reads leave the RSS after
             with store.read_view(job.key, release=job.nbytes >= RELEASE_MIN_BYTES) as view:
-                _decode_into(view, job, blocks, False)
+                _decode_into(view, job, blocks, False, fresh)
         else:
-            _decode_into(store.read(job.key), job, blocks, False)
+            _decode_into(store.read(job.key), job, blocks, False, fresh)
         bar.update(1)
 
-    with bar, _prefaulting(jobs, blocks):
+    with bar:
         if views or len(jobs) == 1:
-            if pooled:
-                _run([pools.work.submit(one, j) for j in jobs])
-            else:
-                for j in jobs:
-                    one(j)
+            _spread(one, jobs, runners, pools)
             return
-        _fill_windows(store, jobs, blocks, pools, pooled, bar)
+        _fill_windows(store, jobs, blocks, pools, runners, fresh, bar)
 
 
-@contextlib.contextmanager
-def _prefaulting(jobs: list[_Job], blocks: Blocks) -> Iterator[None]:
-    """Within: the pages of a large result are mapped on another thread, segment by segment
-    just ahead of the decoder (:func:`arcticlite.format.prefault`)."""
-    arrays = [a for a in (*blocks.arrays, blocks.index) if a is not None and a.dtype.kind != "O"]
-    if sum(a.nbytes for a in arrays) < fermion.PREFAULT_MIN_BYTES:
-        yield
+def _spread(fn: Callable[[_T], None], jobs: Sequence[_T], runners: int, pools: Pools) -> None:
+    """``fn`` of every job, on the calling thread and ``runners - 1`` of the pool's, each taking
+    the next job in order (the calling thread alone makes progress even if the pool is busy)."""
+    if runners <= 1 or len(jobs) <= 1:
+        for j in jobs:
+            fn(j)
         return
-    rows = [(a.ctypes.data, a.strides[0] if a.ndim == 2 else 0, a.shape[0] if a.ndim == 2 else 1, a.itemsize)
-            for a in arrays]
+    lock = threading.Lock()
+    pending = iter(jobs)
+    failed = threading.Event()
 
-    def ranges() -> Iterator[tuple[int, int]]:
-        for job in sorted(jobs, key=lambda j: j.at):
-            n = job.hi - job.lo
-            for base, stride, k, size in rows:
-                for r in range(k):
-                    yield base + r * stride + job.at * size, n * size
+    def run() -> None:
+        while not failed.is_set():
+            with lock:
+                job = next(pending, None)
+            if job is None:
+                return
+            try:
+                fn(job)
+            except BaseException:
+                failed.set()
+                raise
 
-    stop = threading.Event()
-    # a thread of its own: a pool's workers may all be busy with the fetches this read waits on
-    toucher = threading.Thread(target=fermion.prefault, args=(ranges(), stop), name="arcticlite-prefault",
-                               daemon=True)
-    toucher.start()
+    futures = [pools.work.submit(run) for _ in range(min(runners, len(jobs)) - 1)]
     try:
-        yield
+        run()
     finally:
-        stop.set()
-        toucher.join()
+        _run(futures)  # every job ends before the blocks are used or dropped
 
 
-def _fill_windows(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools, pooled: bool,
+def _fill_windows(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools, runners: int, fresh: bool,
                   bar: Progress) -> None:
     """``fill`` from a store without views: a window of segments at a time."""
     windows = [jobs[w : w + FETCH_WINDOW] for w in range(0, len(jobs), FETCH_WINDOW)]
@@ -246,11 +263,8 @@ def _fill_windows(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools
             bodies = ahead.result()
             if k + 1 < len(windows):
                 ahead = pools.io.submit(store.read_many, [j.key for j in windows[k + 1]])
-            if pooled:
-                _run([pools.work.submit(_decode_into, b, j, blocks, False) for j, b in zip(window, bodies, strict=True)])
-            else:
-                for j, b in zip(window, bodies, strict=True):
-                    _decode_into(b, j, blocks, False)
+            _spread(lambda jb: _decode_into(jb[1], jb[0], blocks, False, fresh),
+                    list(zip(window, bodies, strict=True)), runners, pools)
             bar.update(len(window))
             del bodies
     finally:

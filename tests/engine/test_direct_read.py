@@ -13,6 +13,10 @@ import pytest
 from enginehelpers import assert_frame_equal
 
 from arcticlite import Arctic, LibraryOptions
+from arcticlite import format as fermion
+from arcticlite.exceptions import CorruptDataError
+from arcticlite.format import _alloc
+from arcticlite.storage import open_store
 from arcticlite.table import Pools, _direct
 
 N = 1_000
@@ -90,12 +94,23 @@ def test_date_ranges_at_segment_edges(lib: Any, span: tuple[int, int]) -> None:
     assert_frame_equal(got, df.loc[t0:t1])
 
 
-@pytest.fixture(params=["inline", "pooled"])
+def _as_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every result counts as large: 4 KiB pages, two threads mapping and decoding segments."""
+    monkeypatch.setattr(fermion, "PREFAULT_MIN_BYTES", 0)
+    monkeypatch.setattr(_alloc, "PREFAULT_MIN_BYTES", 0)
+
+
+@pytest.fixture(params=["inline", "pooled", "large"])
 def decode_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, lib: Any) -> str:
-    """Small reads decode inline; force the pooled (and, without views, windowed) path too."""
+    """Small reads decode inline; force the pooled (and, without views, windowed) path too,
+    and the path of large results."""
     if request.param == "pooled":
         monkeypatch.setattr(_direct, "POOL_MIN_BYTES", 0)
         monkeypatch.setattr(lib._table, "pools", Pools(decode_threads=4))
+    if request.param == "large":
+        _as_large(monkeypatch)
+        monkeypatch.setattr(lib._table, "pools", Pools(threads=2, decode_threads=1))
+    if request.param != "inline":
         monkeypatch.setattr(_direct, "FETCH_WINDOW", 3)
     return str(request.param)
 
@@ -202,3 +217,28 @@ def test_results_do_not_share_memory(lib: Any) -> None:
     b = lib.read("s").data
     a.iloc[:, 0] = 0.0
     assert_frame_equal(b, df)
+
+
+@pytest.mark.parametrize("bad", [0, 5, 9])
+def test_a_corrupt_segment_of_a_large_read_is_reported(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                                       bad: int) -> None:
+    """Segments of a large result decode on two threads: a corrupt one raises CorruptDataError
+    naming its key, whichever thread meets it, and the store is left as it was."""
+    _as_large(monkeypatch)
+    uri = f"lmdb://{tmp_path / 'store'}"
+    lib = Arctic(uri).create_library("lib", LibraryOptions(rows_per_segment=100))
+    df = _frame(1_000)
+    lib.write("s", df)
+    lib._table.pools = Pools(threads=2, decode_threads=1)
+    with open_store(uri) as store:
+        keys = sorted(store.list_keys("lib/tdata/s/"))
+        assert len(keys) == 10
+        good = bytes(store.read(keys[bad]))
+        body = bytearray(good)
+        body[len(body) // 3] ^= 4
+        store.write(keys[bad], bytes(body))
+        with pytest.raises(CorruptDataError) as err:
+            lib.read("s")
+        assert f"storage key '{keys[bad]}'" in str(err.value), err.value
+        store.write(keys[bad], good)
+    assert_frame_equal(lib.read("s").data, df)

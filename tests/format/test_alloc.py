@@ -110,3 +110,23 @@ def test_prefault_never_changes_what_was_written() -> None:
         fresh = empty(n, np.float64)
         done = prefault(iter([(fresh.ctypes.data, fresh.nbytes)]), threading.Event())
         assert done >= fresh.nbytes - 8192  # whole pages inside the range
+
+
+def test_populate_maps_pages_without_changing_them() -> None:
+    """Mapping a result's pages before a decoder writes them keeps what is already there and
+    leaves the arrays writable, whatever their alignment."""
+    import numpy as np
+
+    from arcticlite.format import empty, populate, small_pages_for
+
+    n = (8 << 20) // 8
+    arr = empty(n, np.float64, small=True)
+    arr[: n // 2] = np.arange(n // 2)
+    done = populate([arr[: n // 2], arr[n // 2 :], arr[3:10], arr[:0]])
+    np.testing.assert_array_equal(arr[: n // 2], np.arange(n // 2))
+    arr[n // 2 :] = -1.0
+    assert (arr[n // 2 :] == -1.0).all()
+    assert arr.flags.writeable
+    if sys.platform == "linux":
+        assert done >= arr.nbytes - 3 * 4096  # whole pages inside each range
+    assert small_pages_for(1 << 40) and not small_pages_for(1 << 10)
