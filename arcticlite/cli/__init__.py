@@ -17,6 +17,7 @@ It uses arcticlite's public API only, on the URIs ``Arctic(uri)`` takes::
     arcticlite snapshot   create URI LIB NAME [--skip SYM] [--version SYM=N] | list URI LIB | delete URI LIB NAME
     arcticlite compact    URI LIB [SYM] [--plan] [--rows-per-segment N] [--json]
     arcticlite gc         URI LIB [--grace SECONDS] [--dry-run] [--json]
+    arcticlite verify     URI [--library LIB] [--no-data] [--json]
     arcticlite convert    IN.parquet OUT.fermion | IN.fermion OUT.parquet [--json]
     arcticlite fermion    {from-parquet,to-parquet,inspect} ...
     arcticlite import-arcticdb SOURCE_URI TARGET_URI [--library L]

@@ -176,6 +176,11 @@ def parser() -> argparse.ArgumentParser:
              "arcticlite gc lmdb://./data prices --dry-run", listing=True)
     g.add_argument("--grace", type=float, default=3600.0, help="seconds a key must stay unreachable (default 3600)")
     g.add_argument("--dry-run", action="store_true", help="report without deleting")
+    v = _add(sub, "verify", _read.verify, "check a store (or one library) for damage; changes nothing",
+             "arcticlite verify lmdb://./data --library prices", library=False, listing=True)
+    v.add_argument("--library", default=None, help="check this library only (default: the whole store)")
+    v.add_argument("--no-data", action="store_true",
+                   help="check that data segments are present without decoding them (faster)")
     cv = sub.add_parser("convert", help="convert a file between Parquet and Fermion (by their extensions)",
                         description="Convert a Parquet file to Fermion or back; the extensions (.parquet, "
                                     ".fermion) give the direction.", formatter_class=_RAW, parents=[_COMMON],

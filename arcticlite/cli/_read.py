@@ -5,6 +5,7 @@ store or a library: each opens its store read-only and refuses a missing one."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from typing import Any
 
@@ -42,6 +43,26 @@ def libraries(args: argparse.Namespace) -> int:
     elif names:
         print("\n".join(names))
     return 0
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Exit 0 when nothing is damaged, 1 when something is (each problem on stdout)."""
+    ac = open_store(args.uri)
+    if args.library is not None:
+        report = open_library(args).verify(data=not args.no_data)
+        what = f"library {args.library!r}"
+    else:
+        report = ac.verify(data=not args.no_data)
+        what = f"the store at {ac.get_uri()}"
+    if args.json:
+        emit_json({**dataclasses.asdict(report), "ok": report.ok})
+    else:
+        print(f"{what}: {report.keys:,} keys, {report.versions:,} versions, {report.segments:,} data segments "
+              f"({report.bytes:,} bytes decoded), {report.unreachable:,} unreachable (gc removes them): "
+              + ("no damage found" if report.ok else f"{len(report.problems):,} problem(s)"))
+        for line in report.problems:
+            print(f"  {line}")
+    return 0 if report.ok else 1
 
 
 def symbols(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 from arcticlite._envelope import KIND_CONFIG, KIND_REGISTRY, naming_key, seal, unseal
 from arcticlite.exceptions import (
+    ArcticException,
     ArcticInvalidApiUsageException,
     CorruptDataError,
     LibraryNotFound,
@@ -25,7 +26,9 @@ from arcticlite.library._options import (
 )
 from arcticlite.library._types import string_format_name
 from arcticlite.storage import KVStore, redact
+from arcticlite.table import VerifyReport
 from arcticlite.version import (
+    DELETING_PREFIX,
     REGISTRY_PREFIX,
     LibraryKeys,
     deleting_key,
@@ -420,6 +423,73 @@ class Arctic:
         ['a', 'b']
         """
         return sorted(unescape(k[len(REGISTRY_PREFIX):]) for k in self._store.list_keys(REGISTRY_PREFIX))
+
+    def verify(self, data: bool = True) -> VerifyReport:
+        """Check the whole store for damage, changing nothing: every library as
+        :meth:`Library.verify` checks it, every registry entry, no key outside the libraries
+        and the store's own records, and (LMDB) the B-tree's own key count against a listing
+        (a damaged page can hide keys from lookups and listings alike).
+
+        Parameters
+        ----------
+        data : bool
+            Also decode every data segment that is needed (False: only check it is present).
+
+        Returns
+        -------
+        VerifyReport
+            The counts summed over the libraries, and every problem found (a library's
+            problems start with its name).
+
+        Examples
+        --------
+        >>> import pandas as pd, arcticlite as adb
+        >>> ac = adb.Arctic("mem://")
+        >>> _ = ac.create_library("demo").write("S", pd.DataFrame({"px": [1.0]}))
+        >>> report = ac.verify()
+        >>> report.ok, report.keys
+        (True, 5)
+        """
+        problems: list[str] = []
+        names: list[str] = []
+        keys = list(self._store.list_keys(""))
+        roots: set[str] = set()
+        for k in keys:
+            if not k.startswith(REGISTRY_PREFIX):
+                continue
+            name = unescape(k[len(REGISTRY_PREFIX):])
+            try:
+                with naming_key(k):
+                    header = unseal(self._store.read(k), KIND_REGISTRY)[0]
+                if header.get("name") != name:
+                    raise CorruptDataError(f"registry entry {k!r} is that of library {header.get('name')!r}: "
+                                           "the key is corrupt")
+            except ArcticException as exc:
+                problems.append(f"{k}: {type(exc).__name__}: {exc}")
+                continue
+            names.append(name)
+            roots.add(LibraryKeys(name).root)
+        strays: dict[str, list[str]] = {}
+        for k in keys:
+            if k.startswith(DELETING_PREFIX):
+                problems.append(f"the deletion of library {unescape(k[len(DELETING_PREFIX):])!r} stopped half-way "
+                                f"({k!r}); delete_library finishes it")
+            elif not k.startswith((REGISTRY_PREFIX, _ARCTICDB_CONFIG)) and k.split("/", 1)[0] + "/" not in roots:
+                strays.setdefault(k.split("/", 1)[0] + "/", []).append(k)
+        for root, ks in strays.items():
+            problems.append(f"{len(ks):,} key(s) under {root!r} belong to no library (first: {ks[0]!r}): damaged keys "
+                            "(their values are lost to their owners), a library that lost its registry entry, or "
+                            "keys someone else wrote")
+        counted = self._store.key_count()
+        if counted is not None and counted != len(keys):
+            problems.append(f"the store's B-tree counts {counted:,} keys but a listing finds {len(keys):,}: pages of "
+                            "the LMDB file are damaged (keys are hidden); restore the store from a backup")
+        reports = [self.get_library(name).verify(data=data) for name in sorted(names)]
+        for name, rep in zip(sorted(names), reports, strict=True):
+            problems.extend(f"library {name!r}: {p}" for p in rep.problems)
+        return VerifyReport(keys=len(keys), versions=sum(r.versions for r in reports),
+                            segments=sum(r.segments for r in reports), bytes=sum(r.bytes for r in reports),
+                            unreachable=sum(r.unreachable for r in reports), problems=tuple(problems))
 
     def delete_library(self, name: str) -> None:
         """Delete a library and all its data (a no-op if it does not exist).

@@ -153,6 +153,12 @@ class KVStore(abc.ABC):
         """
         return True
 
+    def key_count(self) -> int | None:
+        """How many keys the backend's own bookkeeping says it holds (LMDB: the B-tree's entry
+        count, kept apart from the pages a listing walks), or None when it keeps no such
+        count. ``verify`` compares it with a listing: a damaged page can hide keys from one."""
+        return None
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources; the store must not be used afterwards."""

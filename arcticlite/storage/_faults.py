@@ -94,6 +94,9 @@ class WrappingStore(KVStore):
     def probe_conditional_writes(self) -> bool:
         return self.inner.probe_conditional_writes()
 
+    def key_count(self) -> int | None:
+        return self.inner.key_count()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -685,6 +685,11 @@ class LmdbStore(KVStore):
 
         return self._run(True, fn, "commit")
 
+    def key_count(self) -> int:
+        """The entry count of LMDB's main B-tree (from its meta page; keys of any length count
+        once)."""
+        return int(self._run(False, lambda txn: txn.stat()["entries"], "key count"))
+
     # -- lifecycle -----------------------------------------------------------------------------
     def close(self) -> None:
         """Release this store's share of the environment (closed when the last one goes).

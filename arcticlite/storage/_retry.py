@@ -152,5 +152,8 @@ class RetryingStore(KVStore):
     def probe_conditional_writes(self) -> bool:
         return self._retry(self.inner.probe_conditional_writes)
 
+    def key_count(self) -> int | None:
+        return self.inner.key_count()
+
     def close(self) -> None:
         self.inner.close()

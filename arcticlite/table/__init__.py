@@ -72,6 +72,8 @@ from arcticlite.table._stage import consumed as consumed_staged
 from arcticlite.table._stage import entries as staged_entries
 from arcticlite.table._stage import record as stage_record
 from arcticlite.table._stage import stage as stage_table
+from arcticlite.table._verify import VerifyReport
+from arcticlite.table._verify import verify as verify_library
 
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
@@ -106,6 +108,7 @@ __all__ = [
     "TableOptions",
     "Write",
     "WriteMetadata",
+    "VerifyReport",
     "WritePickled",
     "check_scannable",
     "cleanup",
@@ -128,6 +131,7 @@ __all__ = [
     "plan_fold",
     "read_segments",
     "rewrite_compaction",
+    "verify_library",
     "run_tasks",
     "scan_schema",
     "schema_bytes",

@@ -5,6 +5,7 @@ from arcticlite.version import _chain as chain
 from arcticlite.version._chain import Builder
 from arcticlite.version._engine import VersionEngine, pid_token
 from arcticlite.version._keys import (
+    DELETING_PREFIX,
     REGISTRY_PREFIX,
     LibraryKeys,
     deleting_key,
@@ -24,6 +25,7 @@ from arcticlite.version._snapshots import Snapshots
 from arcticlite.version._symbol_list import SymbolList
 
 __all__ = [
+    "DELETING_PREFIX",
     "MAX_METADATA_BYTES",
     "REGISTRY_PREFIX",
     "Builder",
