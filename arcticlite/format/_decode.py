@@ -25,7 +25,7 @@ import xxhash
 from arcticlite.exceptions import ChecksumError, InvalidFileError
 from arcticlite.format import _codec, _enc_binary, _parallel
 from arcticlite.format import _layout as L
-from arcticlite.format._alloc import empty
+from arcticlite.format._alloc import empty, populate
 from arcticlite.format._meta import (
     C_FLAGS,
     P_CHECKSUM,
@@ -56,11 +56,12 @@ class Collector:
     as soon as it is added: small reads skip the job list and the hand-over to the pool.
     """
 
-    __slots__ = ("budget", "ranges", "jobs", "direct", "eager")
+    __slots__ = ("budget", "ranges", "jobs", "direct", "eager", "populate")
 
     def __init__(self, budget: int = 1 << 62, eager: RangeReader | None = None) -> None:
         self.budget = budget
         self.eager = eager
+        self.populate = False  # page jobs into caller buffers map their pages first (read_into)
         self.ranges: list[tuple[int, int]] = []
         self.jobs: list[tuple[int, Callable[[memoryview], None], int]] = []  # checksum, fn, weight
         self.direct: dict[int, np.ndarray] | None = None  # job -> destination of a plain page
@@ -175,11 +176,15 @@ def _bitmap_plan(pages: Pages, coll: Collector, total: int, validity: bool = Fal
     return lambda: pa.py_buffer(np.packbits(out, bitorder="little"))
 
 
-def _fixed_job(dst: np.ndarray, dtype: np.dtype[Any], cnt: int) -> Callable[[memoryview], None]:
-    """Decode a FIXED page of ``cnt`` values into ``dst`` (contiguous)."""
+def _fixed_job(dst: np.ndarray, dtype: np.dtype[Any], cnt: int, fresh: bool = False
+               ) -> Callable[[memoryview], None]:
+    """Decode a FIXED page of ``cnt`` values into ``dst`` (contiguous); ``fresh``: map the
+    pages of ``dst`` just before (:func:`~arcticlite.format.populate`)."""
     size = 1 + cnt * dtype.itemsize
 
     def fn(mv: memoryview) -> None:
+        if fresh:
+            populate((dst,))
         if len(mv) == size and mv[0] == PLAIN_ID:  # plain: one memcpy, outside the GIL
             np.copyto(dst.view(_U8), np.frombuffer(mv, _U8, size - 1, 1))
         else:
@@ -422,12 +427,14 @@ def fixed_into(pages: Pages, coll: Collector, dtype: np.dtype[Any], lo: int, hi:
         a, b = max(lo, first), min(hi, first + cnt)
         target = dst[a - lo : b - lo]
         if b - a == cnt:
-            coll.add(p, _fixed_job(target, dtype, cnt), direct=target)
+            coll.add(p, _fixed_job(target, dtype, cnt, coll.populate), direct=target)
             continue
         coll.reserve(cnt * isz)
 
-        def edge(mv: memoryview, dst: np.ndarray = target, cnt: int = cnt, skip: int = a - first
-                 ) -> None:
+        def edge(mv: memoryview, dst: np.ndarray = target, cnt: int = cnt, skip: int = a - first,
+                 fresh: bool = coll.populate) -> None:
+            if fresh:
+                populate((dst,))
             if len(mv) == 1 + cnt * isz and mv[0] == PLAIN_ID:
                 dst.data.cast("B")[:] = mv[1 + skip * isz : 1 + (skip + len(dst)) * isz]
             else:
@@ -450,7 +457,10 @@ def bits_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray,
         ones = cnt - p[P_NULLS] if validity else -1
 
         def fn(mv: memoryview, dst: np.ndarray = dst[a - lo : b - lo], cnt: int = cnt,
-               nbytes: int = nbytes, ones: int = ones, skip: int = a - first) -> None:
+               nbytes: int = nbytes, ones: int = ones, skip: int = a - first,
+               fresh: bool = coll.populate) -> None:
+            if fresh:
+                populate((dst,))
             raw = _codec.decode_fixed(mv, _U8, nbytes)
             bits = np.unpackbits(raw, count=cnt, bitorder="little")
             if ones >= 0 and int(np.count_nonzero(bits)) != ones:

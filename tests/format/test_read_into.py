@@ -537,3 +537,43 @@ def test_property_read_into_equals_read(t: pa.DataType, seed: int, n: int, p: fl
         _check_objects(r, "c", rr)
     else:
         _check_fixed(r, "c", rr)
+
+
+@pytest.mark.parametrize("source", ["bytes", "file"])
+def test_populate_fills_the_same_values(source: str, tmp_path: object) -> None:
+    """populate=True (fresh output memory mapped page by page before each page decodes) fills
+    exactly what populate=False fills: plain, coded and compressed pages, pages cut by the row
+    range, bools and validity masks."""
+    rng = np.random.default_rng(5)
+    n = 20_000
+    mask = rng.random(n) < 0.05
+    t = pa.table({"r": rng.random(n), "s": np.arange(n, dtype=np.int64) * 3,
+                  "z": np.tile(rng.random(64), n // 64 + 1)[:n],
+                  "ts": pa.array(np.arange(n, dtype=np.int64) * 10**9, pa.timestamp("ns")),
+                  "b": pa.array(rng.random(n) < 0.5), "nul": pa.array(rng.random(n), mask=mask)})
+    data = encode(t, page_size=16_384, stripe_rows=7_000)
+    path = os.path.join(str(tmp_path), "f.fermion")
+    with open(path, "wb") as f:
+        f.write(data)
+    for rr in [None, (0, n), (5, n - 7), (7_001, 13_999), (16_383 // 8, 16_383 // 8 + 1)]:
+        got, want = [], []
+        for pop, acc in ((True, got), (False, want)):
+            r = FermionReader(path if source == "file" else data)
+            try:
+                a, b = rr or (0, n)
+                outs = [np.full(b - a, -1.0), np.empty(b - a, np.int64), np.empty(b - a),
+                        np.empty(b - a, np.int64), np.empty(b - a, bool), np.empty(b - a)]
+                valid = r.read_into(t.column_names, outs, row_range=rr, populate=pop)
+                acc.append((outs, valid))
+            finally:
+                r.close()
+        for (go, gv), (wo, wv) in zip(got, want, strict=True):
+            for g, w in zip(go, wo, strict=True):
+                assert g.tobytes() == w.tobytes() or np.array_equal(g, w, equal_nan=True)
+            for g, w in zip(gv, wv, strict=True):
+                assert (g is None and w is None) or np.array_equal(g, w)
+        outs, valid = got[0]
+        a, b = rr or (0, n)
+        np.testing.assert_array_equal(outs[0], t.column("r").to_numpy()[a:b])
+        np.testing.assert_array_equal(outs[1], t.column("s").to_numpy()[a:b])
+        assert (valid[5] is None) if not mask[a:b].any() else np.array_equal(valid[5], ~mask[a:b])
