@@ -30,7 +30,6 @@ from arcticlite.format._alloc import (
     populate,
     prefault,
     small_pages,
-    small_pages_for,
 )
 from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
@@ -60,7 +59,6 @@ __all__ = [
     "populate",
     "prefault",
     "small_pages",
-    "small_pages_for",
     "to_parquet",
 ]
 

@@ -18,15 +18,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-#: Results at least this large come in 4 KiB pages (:func:`small_pages_for`), which the threads
-#: decoding them map just before they write them (:func:`populate`).
+#: Results at least this large come in 4 KiB pages (:func:`empty`), which the threads decoding
+#: them map just before they write them (:func:`populate`).
 PREFAULT_MIN_BYTES = 32 << 20
-#: Arrays at least this large come from numpy in 4 KiB pages; smaller ones from Arrow's pool,
-#: whose transparent huge pages fault faster when the kernel has them at hand. Measured on the
-#: 2-vCPU VM (fair harness, alternated, 3 runs): a 10M x 10 float64 read (one 800 MB block)
-#: took 0.27-1.83 s with huge pages (median 1.51 s: the kernel compacting memory for them) and
-#: 0.50-0.52 s in 4 KiB pages; a 20,000 x 1,000 read (one 160 MB block) 0.063-0.077 s with
-#: huge pages and 0.113-0.129 s in 4 KiB pages.
+#: Results at least this large come from numpy in 4 KiB pages and go back to the OS when they
+#: die; smaller ones from Arrow's pool (:func:`empty`). Measured on the 2-vCPU VM (fair
+#: harness, alternated, 3 runs): a 10M x 10 float64 read (one 800 MB block) took 0.27-1.83 s
+#: with huge pages (median 1.51 s: the kernel compacting memory for them) and 0.50-0.52 s in
+#: 4 KiB pages.
 SMALL_PAGES_MIN_BYTES = 256 << 20
 
 POOL_MIN_BYTES = 1 << 20
@@ -35,37 +34,39 @@ allocations measured slower (a 10,000-column read: 0.8-2.7 s from the pool, 0.7-
 numpy)."""
 
 
-def empty(n: int, dtype: Any, *, small: bool | None = None) -> np.ndarray:
+def empty(n: int, dtype: Any, *, result_bytes: int | None = None) -> np.ndarray:
     """An uninitialised, writable 1-D array of ``n`` items (object arrays come from numpy).
 
-    ``small``: whether it comes from numpy in 4 KiB pages (True) or from Arrow's pool (False);
-    by default, arrays of :data:`SMALL_PAGES_MIN_BYTES` or more do. A result made of several
-    arrays decides for all of them at once (:func:`small_pages_for`)."""
+    Where it comes from depends on the size of the result it is part of (``result_bytes``,
+    by default its own size), so that all arrays of one result are treated alike:
+
+    - :data:`SMALL_PAGES_MIN_BYTES` or more: numpy, in 4 KiB pages, and given back to the
+      OS when the result dies (a process does not keep hundreds of MB it no longer uses);
+    - :data:`PREFAULT_MIN_BYTES` or more: Arrow's pool, advised against huge pages, so that a
+      process reading again reuses the pages the pool kept;
+    - smaller: Arrow's pool as it comes (numpy below :data:`POOL_MIN_BYTES`).
+
+    Why 4 KiB pages from 32 MiB on: on the machines measured, Arrow's transparent huge pages
+    cost more than they save in a fresh process. The kernel takes a 2 MiB page from memory it
+    has handed back to the hypervisor, and zeroing it there costs ~4 ms (800 MB: 1.4-1.7 s of
+    system time, against 0.24-0.29 s in 4 KiB pages, whose small free blocks are never handed
+    back). Fresh processes on the 2-vCPU VM, alternated, system time of a read: 10M x 10
+    float64 (an 800 MB block, an 80 MB index) 0.45-0.55 s with the index in huge pages,
+    0.33-0.40 s without; 5M mixed rows 0.21 s against 0.105 s; 5M quotes 0.215 s against
+    0.103 s; 20,000 x 1,000 float64 0.077 s against 0.072 s.
+    """
     dt = np.dtype(dtype)
-    if dt.hasobject or n * dt.itemsize < POOL_MIN_BYTES:
+    nbytes = n * dt.itemsize
+    if dt.hasobject or nbytes < POOL_MIN_BYTES:
         return np.empty(n, dtype=dt)
-    if small is None:
-        small = n * dt.itemsize >= SMALL_PAGES_MIN_BYTES
-    if small:  # a very large result: 4 KiB pages, mapped by its decoders (populate, below)
+    total = nbytes if result_bytes is None else max(result_bytes, nbytes)
+    if total >= SMALL_PAGES_MIN_BYTES:  # a very large result: 4 KiB pages, mapped by its decoders
         with small_pages():
             return np.empty(n, dtype=dt)
-    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dtype=dt)
-
-
-def small_pages_for(nbytes: int) -> bool:
-    """Whether the arrays of a result of ``nbytes`` in all come in 4 KiB pages (:func:`empty`):
-    those of :data:`PREFAULT_MIN_BYTES` or more, which their decoders map just before they
-    write them (:func:`populate`).
-
-    All arrays of a result or none, and from that size on, because Arrow's huge pages cost more
-    than they save on the machines measured: the kernel hands out a 2 MiB page from memory it
-    has returned to the hypervisor, and zeroing it there costs ~4 ms (800 MB: 1.4-1.7 s of
-    system time, against 0.24-0.29 s in 4 KiB pages, whose small free blocks are never
-    returned). Fresh processes on the 2-vCPU VM, alternated, system time of a read: 10M x 10
-    float64 (an 800 MB block and an 80 MB index) 0.45-0.55 s with the index in huge pages,
-    0.33-0.40 s without; 5M mixed rows 0.21 s with huge pages, 0.105 s without; 5M quotes
-    0.215 s against 0.103 s; 20,000 x 1,000 float64 0.077 s against 0.072 s."""
-    return nbytes >= PREFAULT_MIN_BYTES
+    buf = pa.allocate_buffer(nbytes)
+    if total >= PREFAULT_MIN_BYTES:
+        _no_huge_pages(buf.address, buf.size)  # pages the pool already mapped stay as they are
+    return np.frombuffer(buf, dtype=dt)
 
 
 _ADVICE_SETTER = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
@@ -190,6 +191,7 @@ MALLOC_TUNED = keep_freed_buffers()
 
 # -- first touch of a result's pages on another core ----------------------------------------------
 _MADV_POPULATE_WRITE = 23  # Linux 5.14+
+_MADV_NOHUGEPAGE = 15
 _PAGE = 4096
 
 
@@ -209,6 +211,17 @@ def _madvise() -> Any:
 
 
 _MADVISE = _madvise()
+
+
+def _no_huge_pages(addr: int, nbytes: int) -> None:
+    """Advise the whole pages inside ``[addr, addr + nbytes)`` against transparent huge pages
+    (pages already mapped stay as they are)."""
+    if _MADVISE is None:
+        return
+    lo = -(-addr // _PAGE) * _PAGE
+    hi = (addr + nbytes) // _PAGE * _PAGE
+    if hi > lo:
+        _MADVISE(lo, hi - lo, _MADV_NOHUGEPAGE)
 
 
 def populate(arrays: Iterable[np.ndarray]) -> int:

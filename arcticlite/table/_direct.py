@@ -94,16 +94,15 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
         groups.setdefault(dt, []).append(pos)
     arrays, placement, dest = [], [], {}
     total = nrows * (sum(dt.itemsize * len(p) for dt, p in groups.items() if not dt.hasobject) + (8 if index_field is not None else 0))
-    small = fermion.small_pages_for(total)
     for dt, positions in groups.items():
-        arr = fermion.empty(len(positions) * nrows, dt, small=small).reshape(len(positions), nrows)
+        arr = fermion.empty(len(positions) * nrows, dt, result_bytes=total).reshape(len(positions), nrows)
         arrays.append(arr)
         placement.append(positions)
         for j, pos in enumerate(positions):
             dest[fields[pos].name] = arr[j]
     index = None
     if index_field is not None:
-        index = fermion.empty(nrows, np.dtype("datetime64[ns]"), small=small)
+        index = fermion.empty(nrows, np.dtype("datetime64[ns]"), result_bytes=total)
         dest[index_field.name] = index
     return Blocks(arrays, placement, dest, index, nrows)
 

@@ -114,19 +114,20 @@ def test_prefault_never_changes_what_was_written() -> None:
 
 def test_populate_maps_pages_without_changing_them() -> None:
     """Mapping a result's pages before a decoder writes them keeps what is already there and
-    leaves the arrays writable, whatever their alignment."""
+    leaves the arrays writable, whatever their alignment and wherever they come from."""
     import numpy as np
 
-    from arcticlite.format import empty, populate, small_pages_for
+    from arcticlite.format import PREFAULT_MIN_BYTES, empty, populate
+    from arcticlite.format._alloc import SMALL_PAGES_MIN_BYTES
 
     n = (8 << 20) // 8
-    arr = empty(n, np.float64, small=True)
-    arr[: n // 2] = np.arange(n // 2)
-    done = populate([arr[: n // 2], arr[n // 2 :], arr[3:10], arr[:0]])
-    np.testing.assert_array_equal(arr[: n // 2], np.arange(n // 2))
-    arr[n // 2 :] = -1.0
-    assert (arr[n // 2 :] == -1.0).all()
-    assert arr.flags.writeable
-    if sys.platform == "linux":
-        assert done >= arr.nbytes - 3 * 4096  # whole pages inside each range
-    assert small_pages_for(1 << 40) and not small_pages_for(1 << 10)
+    for result in (None, PREFAULT_MIN_BYTES, SMALL_PAGES_MIN_BYTES):
+        arr = empty(n, np.float64, result_bytes=result)
+        arr[: n // 2] = np.arange(n // 2)
+        done = populate([arr[: n // 2], arr[n // 2 :], arr[3:10], arr[:0]])
+        np.testing.assert_array_equal(arr[: n // 2], np.arange(n // 2))
+        arr[n // 2 :] = -1.0
+        assert (arr[n // 2 :] == -1.0).all()
+        assert arr.flags.writeable and arr.flags.c_contiguous
+        if sys.platform == "linux":
+            assert done >= arr.nbytes - 3 * 4096  # whole pages inside each range
