@@ -241,7 +241,9 @@ def _spread(fn: Callable[[_T], None], jobs: Sequence[_T], runners: int, pools: P
     try:
         run()
     finally:
-        _run(futures)  # every job ends before the blocks are used or dropped
+        # a helper that has not started (the pool busy, maybe with threads waiting like this
+        # one) is not waited for: no job is left for it
+        _run([f for f in futures if not f.cancel()])  # the others end before the blocks are used
 
 
 def _fill_windows(store: KVStore, jobs: list[_Job], blocks: Blocks, pools: Pools, runners: int, fresh: bool,

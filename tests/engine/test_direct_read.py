@@ -5,6 +5,7 @@ ranges, column subsets, tiled (row x column) layouts -- and fall back where they
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 import numpy as np
@@ -242,3 +243,24 @@ def test_a_corrupt_segment_of_a_large_read_is_reported(tmp_path: Any, monkeypatc
         assert f"storage key '{keys[bad]}'" in str(err.value), err.value
         store.write(keys[bad], good)
     assert_frame_equal(lib.read("s").data, df)
+
+
+def test_large_reads_on_every_worker_of_the_pool_finish(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large read asks the pool for a second decoding thread; reads running on every worker
+    of that pool (an embedding application's tasks) still finish, each on its own thread."""
+    _as_large(monkeypatch)
+    lib = Arctic(f"lmdb://{tmp_path / 'store'}").create_library("lib", LibraryOptions(rows_per_segment=100))
+    df = _frame(1_000)
+    lib.write("s", df)
+    pools = Pools(threads=2, decode_threads=1)
+    lib._table.pools = pools
+    n = pools.work._max_workers
+    gate = threading.Barrier(n)
+
+    def task() -> pd.DataFrame:
+        gate.wait(timeout=30)  # every worker busy with a read before any read starts
+        return lib.read("s").data
+
+    futures = [pools.work.submit(task) for _ in range(n)]
+    for f in futures:
+        assert_frame_equal(f.result(timeout=120), df)
