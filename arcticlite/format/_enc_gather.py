@@ -241,16 +241,7 @@ def _search(mv: memoryview, dtype: np.dtype, count: int, values: np.ndarray, dep
         info = np.iinfo(dtype)
         if step < 0 or last > info.max:
             return None  # not ascending, or wrapping: the decoder's modular values
-        n = np.int64(count)
-        below, above = values < f0, values > last
-        d = np.clip(values, f0, last).astype(np.int64) - np.int64(f0)  # in [0, last - f0]: no overflow
-        if step == 0:
-            lo, hi = np.zeros(len(values), np.int64), np.full(len(values), n)
-        else:
-            lo, hi = (d + (step - 1)) // step, d // step + 1
-        lo = np.where(below, 0, np.where(above, n, lo))
-        hi = np.where(below, 0, np.where(above, n, hi))
-        return lo.astype(np.int64), hi.astype(np.int64)
+        return search_arithmetic(f0, step, count, values)
     if eid in (CONSTANT, BITPACK, NARROW, SPLIT, DICT):
         left = _bisect(mv, dtype, count, values, "left", depth)
         if left is None:
@@ -258,6 +249,22 @@ def _search(mv: memoryview, dtype: np.dtype, count: int, values: np.ndarray, dep
         right = _bisect(mv, dtype, count, values, "right", depth)
         return None if right is None else (left, right)
     return None
+
+
+def search_arithmetic(first: int, step: int, count: int, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.searchsorted`` "left" and "right" of int64 ``values`` in the ``count`` values
+    ``first + k * step`` (``step >= 0``, the last one within int64), by arithmetic."""
+    last = first + (count - 1) * step
+    n = np.int64(count)
+    below, above = values < first, values > last
+    d = np.clip(values, first, last).astype(np.int64) - np.int64(first)  # in [0, last - first]: no overflow
+    if step == 0:
+        lo, hi = np.zeros(len(values), np.int64), np.full(len(values), n)
+    else:
+        lo, hi = (d + (step - 1)) // step, d // step + 1
+    lo = np.where(below, 0, np.where(above, n, lo))
+    hi = np.where(below, 0, np.where(above, n, hi))
+    return lo.astype(np.int64), hi.astype(np.int64)
 
 
 def _bisect(mv: memoryview, dtype: np.dtype, count: int, values: np.ndarray, side: str, depth: int

@@ -38,7 +38,7 @@ ROW_DTYPE = np.dtype(
         ("seg_offset", "<i8"),  # leaf: first row of the segment referenced
         ("seg_rows", "<i8"),  # leaf: rows in the segment; internal: leaf rows in the subtree
         ("nbytes", "<u8"),  # leaf: bytes of the segment; internal: bytes of the subtree's data
-        ("flags", "<u4"),  # bit 0: delta segment (merge-on-read); bit 1: open tail
+        ("flags", "<u4"),  # bit 0: delta segment (merge-on-read); bit 1: open tail; bit 2: regular index
         ("_pad", "<u4"),
     ]
 )
@@ -51,6 +51,10 @@ FLAG_DELTA = 1
 #: Leaf flag: the segment is a symbol's open tail, written uncompressed by a small append; the
 #: next small append replaces it with a segment holding its rows and the new ones.
 FLAG_OPEN_TAIL = 2
+#: Leaf flag: the index values of the rows referenced are ``min_index + k * step`` for row
+#: ``k`` of the leaf, ``step = (max_index - min_index) / (rows - 1)`` (a regular datetime index,
+#: set by the writer where it holds for the whole segment): a merge finds its rows by arithmetic.
+FLAG_REGULAR = 4
 #: Index nodes an index IO keeps after loading them (an append walks the rightmost path twice).
 _MEMO_NODES = 16
 

@@ -38,7 +38,8 @@ from arcticlite.exceptions import (
     StorageException,
     UserInputException,
 )
-from arcticlite.index import EMPTY_ROOT, FLAG_DELTA, ROW_DTYPE, IndexRoot, hex_digests
+from arcticlite.format._enc_gather import search_arithmetic
+from arcticlite.index import EMPTY_ROOT, FLAG_DELTA, FLAG_REGULAR, ROW_DTYPE, IndexRoot, hex_digests
 from arcticlite.storage import KVStore
 from arcticlite.table._deltas import DELETE as OP_DELETE
 from arcticlite.table._deltas import (
@@ -690,9 +691,10 @@ def index_hits(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, 
                field: pa.Field, pools: Pools) -> tuple[pa.Table, np.ndarray] | None:
     """The stored rows of ``leaves`` (row groups with a sorted datetime index) whose index value
     sorted ``sidx`` holds, as (a one-column table of those values, their absolute row numbers),
-    found by searching each segment's index column in place: a regular index by arithmetic, a
-    plain one by bisection over its bytes, nothing decoded (the values found are the values
-    searched). None when a segment's index column cannot be searched so (the caller reads it)."""
+    found without decoding the index column: a segment flagged regular (``FLAG_REGULAR``) by
+    arithmetic on its leaf row alone, any other by searching its index pages in place
+    (:meth:`FermionReader.count_sorted`); the values found are the values searched. None when
+    a segment's index column cannot be searched so (the caller reads it)."""
     groups = leaves[np.unique(leaves["start_row"], return_index=True)[1]]
     digests = hex_digests(groups)
     views = lends_views(store)
@@ -704,13 +706,18 @@ def index_hits(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, 
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         key = keys.tdata(sym, digests[i])
         off, n = int(g["seg_offset"]), int(g["end_row"] - g["start_row"])
-        with naming_key(key):
-            if views:
-                with store.read_view(key) as view:
-                    got = fermion.FermionReader(view, parallel=False).count_sorted(field.name, sub)
-            else:
-                rr = fermion.RangeReader(lambda o, ln: store.read_range(key, o, ln), size=int(g["nbytes"]))
-                got = fermion.FermionReader(rr, parallel=False).count_sorted(field.name, sub)
+        mn, mx = int(g["min_index"]), int(g["max_index"])
+        whole = off == 0 and int(g["seg_rows"]) == n  # the leaf is its whole segment: min and max are its rows'
+        regular = int(g["flags"]) & FLAG_REGULAR and whole and (n == 1 or (mx - mn) % (n - 1) == 0)
+        if regular and n > 1 and mx > mn:  # distinct values min + k * step: each found at most once
+            step = (mx - mn) // (n - 1)
+            d = sub - np.int64(mn)  # sub lies within [mn, mx]
+            hit = d % step == 0
+            return d[hit] // step + int(g["start_row"]), sub[hit]
+        if regular:
+            got: tuple[np.ndarray, np.ndarray] | None = search_arithmetic(mn, 0, n, sub)
+        else:
+            got = _search_segment(store, views, key, field.name, int(g["nbytes"]), sub)
         if got is None:
             return None
         lo, hi = np.clip(got[0], off, off + n) - off, np.clip(got[1], off, off + n) - off
@@ -728,6 +735,18 @@ def index_hits(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, 
     col = pa.array(vals, pa.int64()).cast(field.type) if not pa.types.is_timestamp(field.type) else \
         pa.array(vals, pa.int64()).view(field.type)
     return pa.table([col], schema=pa.schema([field])), pos
+
+
+def _search_segment(store: KVStore, views: bool, key: str, column: str, nbytes: int, values: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``count_sorted`` of ``column`` in the segment ``key``: zero-copy where the store lends
+    views, else by ranged reads (its metadata and the column's pages only)."""
+    with naming_key(key):
+        if views:
+            with store.read_view(key) as view:
+                return fermion.FermionReader(view, parallel=False).count_sorted(column, values)
+        rr = fermion.RangeReader(lambda o, ln: store.read_range(key, o, ln), size=nbytes)
+        return fermion.FermionReader(rr, parallel=False).count_sorted(column, values)
 
 
 def found_rows(stored: pa.ChunkedArray, sidx: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from arcticlite import format as fermion
 from arcticlite import normalize as norm
 from arcticlite._envelope import naming_key
-from arcticlite.index import FLAG_OPEN_TAIL, ROW_DTYPE, hex_digests, new_digest
+from arcticlite.index import FLAG_OPEN_TAIL, FLAG_REGULAR, ROW_DTYPE, hex_digests, new_digest
 from arcticlite.progress import Progress
 from arcticlite.query import absent_name
 from arcticlite.storage import KVStore
@@ -124,6 +124,23 @@ def col_slices(n_data: int, layout: Layout) -> list[tuple[int, int]]:
 
 
 # -- writing ------------------------------------------------------------------------------------
+def regular_groups(idx: np.ndarray, r0s: np.ndarray, r1s: np.ndarray) -> np.ndarray:
+    """Per row group ``[r0, r1)`` of the int64 index ``idx``: whether its values are an
+    arithmetic sequence (:data:`FLAG_REGULAR`). An irregular group is told from its ends
+    alone (no pass over its values); only a group whose ends fit is compared whole."""
+    out = np.zeros(len(r0s), dtype=bool)
+    for g, (r0, r1) in enumerate(zip(r0s.tolist(), r1s.tolist(), strict=True)):
+        if r1 - r0 <= 2:
+            out[g] = True
+            continue
+        step = int(idx[r0 + 1]) - int(idx[r0])
+        if step < 0 or int(idx[r1 - 1]) - int(idx[r0]) != (r1 - r0 - 1) * step:
+            continue
+        seg = idx[r0:r1]
+        out[g] = bool(np.all(seg[1:] - seg[:-1] == step))
+    return out
+
+
 def write_segments(
     store: KVStore,
     keys: LibraryKeys,
@@ -206,6 +223,8 @@ def write_segments(
     rows["min_index"] = np.repeat(np.minimum.reduceat(idx, r0s), ncs)
     rows["max_index"] = np.repeat(np.maximum.reduceat(idx, r0s), ncs)
     rows["flags"] = flags
+    if is_datetime and layout.n_index and not table.column(0).null_count:
+        rows["flags"] |= np.repeat(np.where(regular_groups(idx, r0s, r1s), FLAG_REGULAR, 0), ncs).astype(np.uint32)
 
     if len(tasks) == 1:
         digest, body = encode(tasks[0])

@@ -290,3 +290,22 @@ def test_merges_on_the_index_alone_read_as_copy_on_write(ac: Arctic, regular: bo
     check_reads(mor, cow, "x", timeseries=True)
     for v in range(mor.read("x").version + 1):
         same(mor.read("x", as_of=v).data, cow.read("x", as_of=v).data)
+
+
+def test_segments_of_a_regular_index_are_flagged_and_merged_by_arithmetic(ac: Arctic) -> None:
+    from arcticlite.index import FLAG_REGULAR
+
+    lib = ac.create_library("lib", LibraryOptions(rows_per_segment=10))
+    idx = pd.date_range("2024-01-01", periods=30, freq="s")
+    ticks = idx[:10].append(idx[10:20] + pd.Timedelta(milliseconds=1)).append(idx[20:] + pd.to_timedelta(
+        np.r_[0, 5, 9, 20, 21, 22, 23, 24, 25, 26], "ms"))  # regular, regular shifted, irregular
+    lib.write("x", pd.DataFrame({"v": np.arange(30.0)}, index=ticks))
+    leaves = lib._table.index("x").leaves(lib._engine.head("x").index)
+    assert [bool(f & FLAG_REGULAR) for f in leaves["flags"]] == [True, True, False]
+    src = pd.DataFrame({"v": [-1.0, -2.0, -3.0, -4.0]},
+                       index=[ticks[3], ticks[12], ticks[12] + pd.Timedelta(milliseconds=1), ticks[23]])
+    lib.merge("x", src)
+    want = pd.DataFrame({"v": np.arange(30.0)}, index=ticks)
+    want.iloc[[3, 12, 23], 0] = [-1.0, -2.0, -4.0]
+    want = pd.concat([want, src.iloc[[2]]]).sort_index(kind="stable")
+    pd.testing.assert_frame_equal(lib.read("x").data, want, check_freq=False)
