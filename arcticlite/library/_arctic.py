@@ -447,8 +447,8 @@ class Arctic:
         >>> ac = adb.Arctic("mem://")
         >>> _ = ac.create_library("demo").write("S", pd.DataFrame({"px": [1.0]}))
         >>> report = ac.verify()
-        >>> report.ok, report.keys
-        (True, 5)
+        >>> report.ok, report.versions, report.segments
+        (True, 1, 1)
         """
         problems: list[str] = []
         names: list[str] = []

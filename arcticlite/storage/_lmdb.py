@@ -176,6 +176,33 @@ class _EnvHandle:
             self.env.close()
             raise StorageException(f"this liblmdb supports keys of {limit} bytes; need {_MAX_KEY}")
         self.generation = 0  # bumped by every resize in this process
+        self._bounds: tuple[int, int] | None | bool = False  # see bounds()
+        self._psize: int | None = None
+
+    def bounds(self, refresh: bool = False) -> tuple[int, int] | None:
+        """``(start, end)`` addresses of the data file's bytes in this process's memory map, or
+        None where they cannot be known (no ``/proc/self/maps``): values are checked to lie
+        inside them before anything touches them (:meth:`LmdbStore._get`). ``refresh``: the
+        file may have grown (a stat), or the map moved (its address is read again when the
+        file's size alone does not explain a value)."""
+        if self._bounds is False:
+            self._bounds = _file_in_map(os.path.join(self.path, "data.mdb"))
+        elif refresh and self._bounds is not None:
+            start, _ = self._bounds  # type: ignore[misc]
+            try:
+                self._bounds = (start, start + os.stat(os.path.join(self.path, "data.mdb")).st_size)
+            except OSError:
+                self._bounds = None
+        return self._bounds  # type: ignore[return-value]
+
+    def page_size(self) -> int:
+        if self._psize is None:
+            self._psize = int(self.env.stat()["psize"])
+        return self._psize
+
+    def remap(self) -> None:
+        """Find the map again (after it moved: a resize)."""
+        self._bounds = _file_in_map(os.path.join(self.path, "data.mdb"))
 
     @staticmethod
     def _open(path: str, map_size: int, read_only: bool, lock: bool) -> Any:
@@ -211,6 +238,27 @@ class _EnvHandle:
         env.begin(write=True).abort()  # catch up: see the docstring
         return env.begin(buffers=buffers)
 
+
+def _file_in_map(data_file: str) -> tuple[int, int] | None:
+    """Where this process maps ``data_file`` from its first byte (LMDB maps the whole file
+    read-only from offset 0), and where the file's bytes end in that map: past them the map
+    has no file behind it, and touching it raises SIGBUS."""
+    try:
+        st = os.stat(data_file)
+        with open("/proc/self/maps", encoding="ascii", errors="replace") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) >= 5 and int(parts[2], 16) == 0 and parts[4] == str(st.st_ino):
+                    start = int(parts[0].split("-", 1)[0], 16)
+                    return start, start + st.st_size
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+_U8 = np.dtype(np.uint8)
+_NODE = struct.Struct("<HHHH")  # an LMDB leaf node's header
+_PGNO = struct.Struct("<Q")
 
 _registry: dict[tuple[int, str], _EnvHandle] = {}
 _registry_lock = threading.Lock()
@@ -483,13 +531,62 @@ class LmdbStore(KVStore):
             raise CorruptDataError(f"a key {stored[:200]!r} of the LMDB file at {self.path!r} is damaged ({exc}); "
                                    "restore the store from a backup") from exc
 
-    def _get(self, txn: Any, key: str) -> Any:
-        """The value of ``key`` in ``txn`` (a buffer valid until the txn ends) or ``None``."""
+    def _get(self, txn: Any, key: str, cur: Any = None) -> Any:
+        """The value of ``key`` in ``txn`` (a buffer transaction: a view valid until the txn
+        ends) or ``None``.
+
+        Looked up with a cursor, not ``Transaction.get``: py-lmdb's ``get`` touches every page
+        of the value before returning it, and a value whose length field a flipped bit made
+        longer reaches past the end of the file, where the memory map has nothing behind it
+        (SIGBUS: the interpreter dies). The value's bounds are checked against the file first.
+        """
         stored, long = self._key(key)
-        value = txn.get(stored)
-        if value is None:
+        cur = txn.cursor() if cur is None else cur
+        if not cur.set_key(stored):
             return None
+        self._check_node(cur.key(), key)  # before py-lmdb is asked for (and touches) the value
+        value = cur.value()
         return self._unwrap(value, long)
+
+    def _check_node(self, stored_key: Any, key: str) -> None:
+        """Check, before the value is touched, that the value of the leaf node whose key
+        ``stored_key`` views (in the map) lies inside the file. LMDB's leaf node: ``u16 lo,
+        u16 hi`` (the value's size), ``u16 flags``, ``u16 ksize``, the key, then the value
+        inline, or (flag ``F_BIGDATA``) the 8-byte number of its first overflow page, whose
+        16-byte header precedes the value."""
+        handle = self._handle
+        if handle is None:
+            return
+        kaddr = np.frombuffer(stored_key, dtype=_U8).__array_interface__["data"][0]  # nothing is read
+
+        def holds(b: tuple[int, int] | None) -> bool:
+            return b is not None and b[0] + 8 <= kaddr < b[1]
+
+        b = handle.bounds()
+        if b is None:
+            return
+        if not holds(b):  # the file grew since (a stat), or the map moved (a resize)
+            b = handle.bounds(refresh=True)
+            if not holds(b):
+                handle.remap()
+                b = handle.bounds()
+            if b is None or not holds(b):
+                return  # (a key copied out of the map: nothing to check against)
+        lo, hi, flags, ksize = _NODE.unpack(ctypes.string_at(kaddr - 8, 8))
+        size = lo | (hi << 16)
+        if flags & 1:  # F_BIGDATA
+            (pgno,) = _PGNO.unpack(ctypes.string_at(kaddr + ksize, 8))
+            start = b[0] + pgno * handle.page_size() + 16
+        else:
+            start = kaddr + ksize
+        if b[0] <= start and start + size <= b[1]:
+            return
+        b = handle.bounds(refresh=True)  # written since the file was last measured?
+        if b is None or (b[0] <= start and start + size <= b[1]):
+            return
+        raise CorruptDataError(f"the value of {key!r} in the LMDB file at {self.path!r} claims {size:,} bytes "
+                               "that run past the end of the file (a damaged length field); restore the store from "
+                               "a backup")
 
     # -- reads ---------------------------------------------------------------------------------
     def read(self, key: str) -> bytes:
@@ -501,7 +598,7 @@ class LmdbStore(KVStore):
                 raise KeyNotFoundException(f"key {key!r} not found in {self!r}")
             return bytes(value)
 
-        return self._run(False, fn, f"read {key!r}")
+        return self._run(False, fn, f"read {key!r}", buffers=True)
 
     @contextlib.contextmanager
     def read_view(self, key: str, *, release: bool = False) -> Iterator[memoryview]:
@@ -554,8 +651,9 @@ class LmdbStore(KVStore):
 
         def fn(txn: Any) -> list[Buffer]:
             out: list[Buffer] = []
+            cur = txn.cursor()
             for key in keys:
-                value = self._get(txn, key)
+                value = self._get(txn, key, cur)
                 if value is None:
                     raise KeyNotFoundException(f"key {key!r} not found in {self!r}")
                 out.append(bytes(value))
@@ -564,9 +662,8 @@ class LmdbStore(KVStore):
         return self._run(False, fn, f"read_many of {len(keys)} keys", buffers=True)
 
     def exists(self, key: str) -> bool:
-        return self._run(
-            False, lambda txn: self._get(txn, key) is not None, f"exists {key!r}", buffers=True
-        )
+        stored = self._key(key)[0]
+        return self._run(False, lambda txn: bool(txn.cursor().set_key(stored)), f"exists {key!r}", buffers=True)
 
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         """Yield keys starting with ``prefix`` in byte order, a page per short read txn."""
@@ -593,7 +690,8 @@ class LmdbStore(KVStore):
                     if stored[:n] != seek:
                         break
                     if _LONG_MARK in stored:
-                        real = self._real_key(stored, txn.get(stored))
+                        self._check_node(k, stored.decode("utf-8", "replace"))
+                        real = self._real_key(stored, cur.value())
                     else:
                         try:
                             real = stored.decode("utf-8")

@@ -255,3 +255,31 @@ def test_a_renamed_snapshot_key_is_reported_as_corruption(tmp_path: Any) -> None
     _rename(lib._store, key, key[:-1] + "e")
     with pytest.raises(CorruptDataError, match="is snapshot 'eod', not 'eoe'"):
         lib.read("s", as_of="eoe")
+
+
+def test_a_value_whose_length_runs_past_the_file_is_corruption_not_a_crash(tmp_path: Any) -> None:
+    # found by 20,000 bit flips: a flip in the length field of an LMDB node made the value
+    # reach past the end of the file, and touching it killed the interpreter (SIGBUS); the
+    # value's bounds are now checked before anything touches it
+    from arcticlite.storage import open_store
+
+    path = tmp_path / "s"
+    store = open_store(f"lmdb://{path}")
+    store.write("small", b"x" * 100)
+    store.write("big", b"y" * 20_000)  # an overflow value
+    store.close()
+    data = bytearray((path / "data.mdb").read_bytes())
+    for key in (b"small", b"big"):
+        at = data.rfind(key)
+        while at >= 8 and int.from_bytes(data[at - 2:at], "little") != len(key):
+            at = data.rfind(key, 0, at)  # the leaf node: its key size precedes the key
+        assert at >= 8, key
+        data[at - 6:at - 4] = b"\xff\x00"  # the value's size + 255 * 65,536 bytes
+    (path / "data.mdb").write_bytes(bytes(data))
+    code = ("import sys\nfrom arcticlite.storage import open_store\nfrom arcticlite.exceptions import CorruptDataError\n"
+            f"st = open_store({f'lmdb://{path}'!r})\nfor k in ('small', 'big'):\n"
+            "    try:\n        st.read(k)\n    except CorruptDataError as e:\n        print('corrupt', k)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert out.returncode == 0, (out.returncode, out.stderr[-500:])  # no SIGBUS
+    assert out.stdout.split("\n")[:2] == ["corrupt small", "corrupt big"], out.stdout

@@ -97,6 +97,7 @@ READS: dict[str, Callable[[Library], Any]] = {
     "inspect_versions": lambda lib: lib.inspect_versions("s"),
     "compact_data_explain_plan": lambda lib: lib.compact_data_explain_plan("s"),
     "compaction_plan": lambda lib: lib.compaction_plan("s"),
+    "verify": lambda lib: lib.verify(),
     "is_symbol_fragmented": lambda lib: lib.is_symbol_fragmented("s"),
     "admin_tools": lambda lib: lib.admin_tools().get_sizes(),
     "scan": lambda lib: lib.scan("s").to_table(),
