@@ -31,6 +31,7 @@ from arcticlite.format._alloc import (
     prefault,
     small_pages,
 )
+from arcticlite.format._enc_gather import search_arithmetic
 from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
@@ -58,6 +59,7 @@ __all__ = [
     "merge_intervals",
     "populate",
     "prefault",
+    "search_arithmetic",
     "small_pages",
     "to_parquet",
 ]

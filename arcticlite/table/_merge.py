@@ -38,7 +38,7 @@ from arcticlite.exceptions import (
     StorageException,
     UserInputException,
 )
-from arcticlite.format._enc_gather import search_arithmetic
+from arcticlite.format import search_arithmetic
 from arcticlite.index import EMPTY_ROOT, FLAG_DELTA, FLAG_REGULAR, ROW_DTYPE, IndexRoot, hex_digests
 from arcticlite.storage import KVStore
 from arcticlite.table._deltas import DELETE as OP_DELETE
@@ -695,6 +695,7 @@ def index_hits(store: KVStore, keys: LibraryKeys, sym: str, leaves: np.ndarray, 
     arithmetic on its leaf row alone, any other by searching its index pages in place
     (:meth:`FermionReader.count_sorted`); the values found are the values searched. None when
     a segment's index column cannot be searched so (the caller reads it)."""
+    sidx = np.unique(sidx)  # a key the source repeats finds its stored rows once
     groups = leaves[np.unique(leaves["start_row"], return_index=True)[1]]
     digests = hex_digests(groups)
     views = lends_views(store)

@@ -309,3 +309,20 @@ def test_segments_of_a_regular_index_are_flagged_and_merged_by_arithmetic(ac: Ar
     want.iloc[[3, 12, 23], 0] = [-1.0, -2.0, -4.0]
     want = pd.concat([want, src.iloc[[2]]]).sort_index(kind="stable")
     pd.testing.assert_frame_equal(lib.read("x").data, want, check_freq=False)
+
+
+@pytest.mark.parametrize("regular", [True, False])
+def test_keys_the_source_repeats_delete_each_stored_row_once(ac: Arctic, regular: bool) -> None:
+    # delete_rows / merge by the index with a key given twice: each stored row is found once
+    # (the row count, and so every row range, stays right)
+    libs = pair(ac, rows_per_segment=2)
+    mor, cow = libs
+    days = [0, 1, 2, 3, 4, 5] if regular else [7, 18, 24, 24, 25, 30]
+    idx = pd.DatetimeIndex(pd.Timestamp("2024-01-01") + pd.to_timedelta(days, "D"))
+    both(libs, "write", "x", pd.DataFrame({"v": np.arange(6.0), "k": 1, "s": "a"}, index=idx))
+    keys = pd.DataFrame(index=idx[[4, 2, 2, 1]].sort_values())
+    both(libs, "delete_rows", "x", keys)
+    for lo, hi in ((-1, 9), (0, 9), (1, 3)):
+        same(mor.read("x", row_range=(lo, hi)).data, cow.read("x", row_range=(lo, hi)).data)
+    assert mor.get_description("x").row_count == cow.get_description("x").row_count
+    check_reads(mor, cow, "x", timeseries=True)
