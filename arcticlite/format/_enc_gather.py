@@ -77,6 +77,21 @@ def take_values(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return raw[rows].view(values.dtype).reshape(len(rows))
 
 
+def _plain(mv: memoryview, dtype: np.dtype, count: int) -> np.ndarray:
+    """The values of a ``plain`` blob, a view of its bytes."""
+    if len(mv) != 1 + count * dtype.itemsize:
+        raise InvalidFileError("plain block size does not match its value count")
+    return np.frombuffer(mv, dtype=dtype, count=count, offset=1)
+
+
+def _inflate(mv: memoryview, eid: int, nbytes: int) -> memoryview:
+    """The blob inside a ``zstd`` / ``lz4`` blob of values taking ``nbytes``."""
+    (_, raw_len) = CODEC_HDR.unpack_from(mv, 0)
+    if raw_len > 1 + nbytes:
+        raise InvalidFileError("compressed block claims more bytes than its values need")
+    return decompress(eid, mv[CODEC_HDR.size :], raw_len)
+
+
 def _gather(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray, depth: int) -> np.ndarray | None:
     if depth > 8 or depth > MAX_NESTING:
         return None
@@ -85,14 +100,9 @@ def _gather(mv: memoryview, dtype: np.dtype, count: int, rows: np.ndarray, depth
     eid = mv[0]
     isz = dtype.itemsize
     if eid == PLAIN:
-        if len(mv) != 1 + count * isz:
-            raise InvalidFileError("plain block size does not match its value count")
-        return take_values(np.frombuffer(mv, dtype=dtype, count=count, offset=1), rows)
+        return take_values(_plain(mv, dtype, count), rows)
     if eid in (ZSTD, LZ4):
-        (_, raw_len) = CODEC_HDR.unpack_from(mv, 0)
-        if raw_len > 1 + count * isz:
-            raise InvalidFileError("compressed block claims more bytes than its values need")
-        return _gather(decompress(eid, mv[CODEC_HDR.size :], raw_len), dtype, count, rows, depth + 1)
+        return _gather(_inflate(mv, eid, count * isz), dtype, count, rows, depth + 1)
     work = unsigned_of(dtype) if dtype.kind == "f" else dtype
     if eid == CONSTANT:
         if len(mv) != 1 + isz:
@@ -219,15 +229,10 @@ def _search(mv: memoryview, dtype: np.dtype, count: int, values: np.ndarray, dep
     eid = mv[0]
     isz = dtype.itemsize
     if eid == PLAIN:
-        if len(mv) != 1 + count * isz:
-            raise InvalidFileError("plain block size does not match its value count")
-        v = np.frombuffer(mv, dtype=dtype, count=count, offset=1)
+        v = _plain(mv, dtype, count)
         return np.searchsorted(v, values, "left"), np.searchsorted(v, values, "right")
     if eid in (ZSTD, LZ4):
-        (_, raw_len) = CODEC_HDR.unpack_from(mv, 0)
-        if raw_len > 1 + count * isz:
-            raise InvalidFileError("compressed block claims more bytes than its values need")
-        return _search(decompress(eid, mv[CODEC_HDR.size :], raw_len), dtype, count, values, depth + 1)
+        return _search(_inflate(mv, eid, count * isz), dtype, count, values, depth + 1)
     if eid == DELTA:
         (_, first) = DELTA_HDR.unpack_from(mv, 0)
         child = mv[DELTA_HDR.size :]
