@@ -179,6 +179,9 @@ def filter_values(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array | pa.Chunke
         return u, len(u)
     if col.null_count:
         col = col.drop_null()
+    small = _small_range_distinct(col)
+    if small is not None:
+        return small, len(small)
     n = len(col)
     idx = np.arange(_SAMPLE, dtype=np.int64) * (n - 1) // (_SAMPLE - 1)
     sample = col.take(pa.array(idx))
@@ -186,6 +189,23 @@ def filter_values(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array | pa.Chunke
         u = distinct(col)
         return u, len(u)
     return col, n
+
+
+def _small_range_distinct(col: pa.ChunkedArray | pa.Array) -> pa.Array | None:
+    """The distinct values of a null-free integer column whose values span fewer than
+    four per row (sizes, counts, prices in ticks), found by marking them in a table of the
+    range: cheaper than hashing every value (and than the sample test). None otherwise."""
+    typ = col.type
+    if not pa.types.is_integer(typ) or (isinstance(col, pa.ChunkedArray) and col.num_chunks != 1):
+        return None
+    arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) else col
+    v = arr.to_numpy(zero_copy_only=False)
+    lo, hi = int(v.min()), int(v.max())
+    if hi - lo >= 4 * len(v):
+        return None
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    present[(v - v.dtype.type(lo)).astype(np.intp) if lo else v] = True
+    return pa.array((np.flatnonzero(present) + lo).astype(v.dtype), type=typ)
 
 
 def hashes_of(values: pa.Array | pa.ChunkedArray, kind: int) -> np.ndarray:

@@ -251,14 +251,19 @@ def decimal_split(xf: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray]:
     """
     p = 10.0**e
     with np.errstate(all="ignore"):
-        scaled = np.rint(xf.astype(np.float64) * p)
-        valid = np.abs(scaled) <= 2.0**53
-        ints = np.where(valid, scaled, 0.0).astype(I64)
-        dec = ints / p
+        scaled = np.multiply(xf, p, dtype=np.float64)
+        np.rint(scaled, out=scaled)
+        lim = 2.0**53
+        # NaN or a value beyond 2**53 fails both tests: then find which (the rare case)
+        valid = None if len(scaled) and scaled.min() >= -lim and scaled.max() <= lim else np.abs(scaled) <= lim
+        ints = (scaled if valid is None else np.where(valid, scaled, 0.0)).astype(I64)
+        dec = np.divide(ints, p, out=scaled)
     if xf.dtype.itemsize == 4:
         dec = dec.astype(np.float32)
     ud = unsigned_of(xf.dtype)
-    ok = valid & (dec.view(ud) == xf.view(ud))
+    ok = dec.view(ud) == xf.view(ud)
+    if valid is not None:
+        ok &= valid
     return ints, ok
 
 
@@ -453,14 +458,17 @@ def _enc_decimal(xf: np.ndarray, depth: int, mode: int) -> bytes:
     if node is not None and node.scheme == "decimal":
         e = node.exponent
         ints, ok = decimal_split(xf, e)
-        if 8 * int(np.count_nonzero(~ok)) > len(xf):  # the data changed: choose again
+        if 8 * (len(xf) - int(np.count_nonzero(ok))) > len(xf):  # the data changed: choose again
             with _searching():
                 return _enc_decimal(xf, depth, mode)
     else:
         e, _ = find_exponent(_sample(xf))
         ints, ok = decimal_split(xf, e)
-    ints = _ffill(ints, ok)
-    pos = np.flatnonzero(~ok).astype(U32)
+    if ok.all():  # every value a short decimal (the common case): no exceptions
+        pos = np.zeros(0, dtype=U32)
+    else:
+        ints = _ffill(ints, ok)
+        pos = np.flatnonzero(~ok).astype(U32)
     exc = xf.view(unsigned_of(xf.dtype))[pos]
     iblob = encode_array(ints, depth + 1, mode)
     pblob = encode_array(pos, depth + 1, mode)

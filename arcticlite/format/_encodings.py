@@ -246,17 +246,44 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
         worse = len(entry) > 7 and len(blob) > REUSE_SLACK * entry[7] * n
         memo[key] = (scheme, mode, codec, level, 0 if worse else left - 1, *entry[5:])  # type: ignore[index]
         return blob
+    if memo is not None and n >= 4 * SEARCH_SAMPLE:
+        # a stream's search in a bulk write: choose on a contiguous chunk from the middle, then
+        # encode the whole page once with that recipe (the choice is checked on later pages:
+        # a page it stops suiting is searched again)
+        start = (n - SEARCH_SAMPLE) // 2
+        sample = xi[start : start + SEARCH_SAMPLE]
+        if not is_constant(sample):
+            sv = _variants(sample, floats[start : start + SEARCH_SAMPLE] if floats is not None else None)
+            i, codec, level = choose_codec([b for b, _ in sv])
+            chosen, mode = sv[i]
+            recipe = recipe_of(chosen)
+            body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
+                    else encode_scheme(xi, SCHEME_OF_ID.get(chosen[0], "plain"), 0, mode, floats))
+            blob = compress_if_it_pays(body, codec, level)
+            _remember(memo, key, entry, chosen, mode, codec, level, recipe, len(blob) / n)
+            return blob
     variants = _variants(xi, floats)
     i, codec, level, blob = choose_codec_blob([b for b, _ in variants])
     if memo is not None:
         chosen, mode = variants[i]
-        recipe = recipe_of(chosen)
-        # a search that gained nothing over the choice it replaces: trust the stream's choices
-        # for four times as many pages (up to REUSE_MAX)
-        stale = entry is not None and len(entry) > 7 and len(blob) >= REUSE_GAIN * entry[7] * n
-        span = min(4 * entry[6], REUSE_MAX) if stale else REUSE  # type: ignore[index]
-        memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, span, recipe, span, len(blob) / n)
+        _remember(memo, key, entry, chosen, mode, codec, level, recipe_of(chosen), len(blob) / n)
     return blob
+
+
+#: A bulk write's stream searches its encoding on this many values from the middle of a page
+#: (pages of at least four times as many values): the search costs a fraction of the page's
+#: encoding, which then runs once with the recipe found.
+SEARCH_SAMPLE = 1 << 14
+
+
+def _remember(memo: dict[Any, Any], key: Any, entry: Any, chosen: bytes, mode: int, codec: int | None,
+              level: int, recipe: Any, per_value: float) -> None:
+    """Store a stream's search result in a bulk write's memo (see :func:`encode_fixed`)."""
+    # a search that gained nothing over the choice it replaces: trust the stream's choices
+    # for four times as many pages (up to REUSE_MAX)
+    stale = entry is not None and len(entry) > 7 and per_value >= REUSE_GAIN * entry[7]
+    span = min(4 * entry[6], REUSE_MAX) if stale else REUSE
+    memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, span, recipe, span, per_value)
 
 
 #: Float arrays at least this long first go through a cheap incompressibility test.
