@@ -129,19 +129,24 @@ _WHOLE_DICTIONARY = 64
 _CODE_MODES = (MODE_BITPACK, MODE_NARROW, MODE_SPLIT)
 
 
-def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any = None) -> bytes:
+def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any = None,
+                             counts: np.ndarray | None = None) -> bytes:
     """Encode values given as ``codes`` into a string / binary ``dictionary`` (no nulls among
     the codes): the same ``BINARY_DICT`` blob :func:`encode_binary` writes when it chooses a
-    dictionary, without finding the distinct values again.
+    dictionary, without finding the distinct values again. ``counts``: the occurrences of
+    each dictionary entry among ``codes``, when the caller has them.
 
     With a ``key`` and a bulk write's memo (see :func:`~._encodings.encode_fixed`), the codes'
     cascade mode and codec are chosen on the stream's first page and reused for the next
-    :data:`~._enc_policy.REUSE` pages.
+    :data:`~._enc_policy.REUSE` pages, and the encoded dictionary is reused by the pages that
+    use all of it.
     """
     k = len(dictionary)
     codes = np.asarray(codes)
+    whole = True
     if k > _WHOLE_DICTIONARY:
-        used = np.flatnonzero(np.bincount(codes, minlength=k))
+        used = np.flatnonzero(np.bincount(codes, minlength=k) if counts is None else counts)
+        whole = len(used) == k
         if len(used) < k:
             remap = np.zeros(k, dtype=CODE_DTYPE)
             remap[used] = np.arange(len(used), dtype=CODE_DTYPE)
@@ -160,9 +165,16 @@ def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any =
         vo = np.frombuffer(vals.buffers()[1], np.int64 if large else np.int32, len(vals) + 1).astype(_I64)
         vdata = np.frombuffer(vals.buffers()[2], _U8) if vals.buffers()[2] is not None else np.empty(0, _U8)
         return _encode_plain(np.diff(vo), vdata[int(vo[0]) : int(vo[-1])], MODE_BITPACK, cascades=False)
-    dblob = _encode_plain(np.diff(offs.astype(_I64)), data, MODE_BITPACK)
-    head = NESTED_HDR.pack(BINARY_DICT, k, len(dblob)) + dblob
     memo = _policy().memo if key is not None else None
+    # pages that use every entry of one dictionary (labels) share its encoded form
+    dkey = (key, "dictionary", bufs[1].address, bufs[2].address if bufs[2] is not None else 0,
+            dictionary.offset, k) if memo is not None and whole else None
+    head = memo.get(dkey) if memo is not None and dkey is not None else None
+    if head is None:
+        dblob = _encode_plain(np.diff(offs.astype(_I64)), data, MODE_BITPACK)
+        head = NESTED_HDR.pack(BINARY_DICT, k, len(dblob)) + dblob
+        if memo is not None and dkey is not None:
+            memo[dkey] = head
     entry = memo.get(key) if memo is not None else None
     if entry is not None and entry[4] > 0:
         _, mode, codec, level, left, recipe = entry

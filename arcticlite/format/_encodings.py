@@ -661,12 +661,13 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
     return _bin.encode_binary(offsets, data)
 
 
-def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any = None) -> bytes:
+def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any = None,
+                             counts: np.ndarray | None = None) -> bytes:
     """Encode values given as int ``codes`` (no nulls) into a string / binary ``dictionary``
     (a pyarrow array): the blob :func:`encode_binary` would write for them when it picks a
     dictionary, without finding the distinct values again. ``key``: as for
-    :func:`encode_fixed`."""
-    return _bin.encode_binary_dictionary(codes, dictionary, key)
+    :func:`encode_fixed`; ``counts``: each entry's occurrences among ``codes``, if known."""
+    return _bin.encode_binary_dictionary(codes, dictionary, key, counts)
 
 
 def decode_binary(

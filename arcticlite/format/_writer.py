@@ -131,10 +131,20 @@ def _dictionary_offsets(dictionary: pa.Array) -> np.ndarray:
 
 
 def _used_values(chunk: pa.DictionaryArray) -> pa.Array:
-    """The dictionary values that ``chunk`` uses (nulls aside)."""
+    """The dictionary values that ``chunk`` uses (nulls aside): its dictionary itself when
+    it uses every entry."""
     codes = chunk.indices.drop_null().to_numpy(zero_copy_only=False)
     used = np.flatnonzero(np.bincount(codes, minlength=len(chunk.dictionary)))
+    if len(used) == len(chunk.dictionary):
+        return chunk.dictionary
     return chunk.dictionary.take(pa.array(used))
+
+
+def _dictionary_identity(dictionary: pa.Array) -> tuple[Any, ...]:
+    """What tells one in-memory dictionary from another while a write holds them all: its
+    type, buffers' addresses, offset and length."""
+    return (str(dictionary.type), tuple(b.address if b is not None else 0 for b in dictionary.buffers()),
+            dictionary.offset, len(dictionary))
 
 
 def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int = 0,
@@ -466,6 +476,9 @@ class FermionWriter:
         # columns the last value while the column is still sorted
         self._bloom_vals: dict[int, list[pa.Array] | None] = {}
         self._bloom_last: dict[int, Any] = {}
+        # per column carried dictionary-encoded whose one chunk used its whole dictionary: the
+        # dictionary's identity, under which a bulk write's memo keeps its filter
+        self._bloom_whole: dict[int, tuple[Any, ...]] = {}
         self._out.add(_HEADER if self._bloom_min is None else _HEADER_BLOOM)
         if schema is not None:
             self._set_schema(schema)
@@ -543,7 +556,15 @@ class FermionWriter:
                 self._track_sorted(i, col)
             if pa.types.is_dictionary(col.type) and not pa.types.is_dictionary(self._columns[i].field.type):
                 # values carried dictionary-encoded: fewer values than a filter needs use none
-                vals.extend(_used_values(c) for c in col.chunks if len(c.dictionary) >= (self._bloom_min or 1))
+                for c in col.chunks:
+                    if len(c.dictionary) < (self._bloom_min or 1):
+                        continue
+                    used = _used_values(c)
+                    if used is c.dictionary and not vals and self._policy.memo is not None:
+                        self._bloom_whole[i] = _dictionary_identity(c.dictionary)
+                    else:
+                        self._bloom_whole.pop(i, None)
+                    vals.append(used)
             else:
                 vals.extend(col.chunks)  # distinct values are found at close, for the columns kept
 
@@ -570,7 +591,12 @@ class FermionWriter:
             if not vals or i in self._bloom_last:
                 continue
             typ = self._columns[i].field.type
-            values, count = _bloom.filter_values(pa.chunked_array(vals, typ))
+            memo, whole = self._policy.memo, self._bloom_whole.get(i)
+            cached = memo.get(("bloom", whole)) if memo is not None and whole is not None else None
+            if cached is None:  # (count, filter bits or None until built)
+                values, count = _bloom.filter_values(pa.chunked_array(vals, typ))
+            else:
+                values, count = None, cached[0]
             if count >= self._bloom_min:
                 wanted.append((_bloom.filter_bytes(count), i, typ, values, count))
         budget = self._bloom_fraction * self._out.pos
@@ -581,7 +607,13 @@ class FermionWriter:
             budget -= size
             kind = _bloom.kind_of(typ)
             assert kind is not None
-            filters.append((i, kind, count, _bloom.build(_bloom.hashes_of(values, kind))))
+            memo, whole = self._policy.memo, self._bloom_whole.get(i)
+            bits = memo.get(("bloom", whole), (0, None))[1] if memo is not None and whole is not None else None
+            if bits is None:
+                bits = _bloom.build(_bloom.hashes_of(values, kind))
+                if memo is not None and whole is not None:  # the pages of one dictionary share it
+                    memo[("bloom", whole)] = (count, bits)
+            filters.append((i, kind, count, bits))
         filters.sort(key=lambda f: f[0])
         if not filters:
             return b""

@@ -152,11 +152,13 @@ class DictBinaryPage:
     def __call__(self) -> PageOut:
         codes, valid = self.codes, self.valid
         n = len(codes)
-        blob = _blob(_codec.encode_binary_dictionary(codes, self.dictionary, key=self.key))
         counts = self.counts
         if counts is None:
             present = codes if valid is None else codes[valid]
             counts = np.bincount(present, minlength=len(self.dictionary))
+        # (with nulls, their placeholder codes are among ``codes`` but not in ``counts``)
+        blob = _blob(_codec.encode_binary_dictionary(codes, self.dictionary, key=self.key,
+                                                     counts=counts if valid is None else None))
         raw = int(counts @ np.diff(self.d_offs)) + 4 * (n + 1)
         nulls = _nulls(n, valid)
         if nulls < n:

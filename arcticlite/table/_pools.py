@@ -30,10 +30,16 @@ class Pools:
     decode_threads : int
         Threads that decode one read's segments into pandas blocks (1 on machines with two
         cores or fewer, where decode threads only contend for the GIL).
+    encode_threads : int
+        Segments of one write encoded at once (1 on machines with two cores or fewer: an
+        encode is Python and numpy calls on one page at a time, and two of them hand the GIL
+        to each other after every call -- on two cores a 5M-row quote write took ~10 % longer
+        and ~45 % more CPU with two than with one; the other core still writes to storage).
     """
 
     threads: int = THREADS
     decode_threads: int = THREADS if (os.cpu_count() or 1) > 2 else 1
+    encode_threads: int = THREADS if (os.cpu_count() or 1) > 2 else 1
     _work: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
     _io: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
     _batch: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
@@ -79,7 +85,7 @@ def single() -> Pools:
     if _single is None:
         with _lock:
             if _single is None:
-                _single = Pools(threads=1, decode_threads=1)
+                _single = Pools(threads=1, decode_threads=1, encode_threads=1)
     return _single
 
 

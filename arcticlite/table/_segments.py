@@ -238,11 +238,11 @@ def write_segments(
 
     # encode in the pool, write finished segments in batches while later ones encode
     pools = pools or shared()
-    # encodes in flight while earlier segments are written: one per core -- an encode is mostly
-    # Python and numpy calls on one page at a time, and more of them than cores only contend for
-    # the GIL (a 5M-row quote write took 1.5x as long with two per core); two per core for
-    # row-major blocks, whose per-segment transposition is one long GIL-free copy
-    window = (2 if row_major else 1) * pools.threads
+    # encodes in flight while earlier segments are written: ``pools.encode_threads`` (an encode
+    # is mostly Python and numpy calls on one page at a time: more of them than that only
+    # contend for the GIL); two per core for row-major blocks, whose per-segment
+    # transposition is one long GIL-free copy
+    window = 2 * pools.threads if row_major else max(1, min(pools.encode_threads, pools.threads))
     pending: deque[Future[tuple[str, bytes]]] = deque()
     writes: list[Future[None]] = []
     done = 0  # writes[:done] have finished
