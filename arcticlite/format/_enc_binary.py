@@ -169,12 +169,15 @@ def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any =
     # pages that use every entry of one dictionary (labels) share its encoded form
     dkey = (key, "dictionary", bufs[1].address, bufs[2].address if bufs[2] is not None else 0,
             dictionary.offset, k) if memo is not None and whole else None
-    head = memo.get(dkey) if memo is not None and dkey is not None else None
+    # (the entry holds the dictionary: its buffers cannot be freed and their addresses reused
+    # by another dictionary while the memo lives)
+    held = memo.get(dkey) if memo is not None and dkey is not None else None
+    head = held[1] if held is not None else None
     if head is None:
         dblob = _encode_plain(np.diff(offs.astype(_I64)), data, MODE_BITPACK)
         head = NESTED_HDR.pack(BINARY_DICT, k, len(dblob)) + dblob
         if memo is not None and dkey is not None:
-            memo[dkey] = head
+            memo[dkey] = (dictionary, head)
     entry = memo.get(key) if memo is not None else None
     if entry is not None and entry[4] > 0:
         _, mode, codec, level, left, recipe = entry

@@ -562,6 +562,8 @@ class FermionWriter:
                     used = _used_values(c)
                     if used is c.dictionary and not vals and self._policy.memo is not None:
                         self._bloom_whole[i] = _dictionary_identity(c.dictionary)
+                        # the memo holds the dictionary while it lives: no other can take its addresses
+                        self._policy.memo.setdefault(("held", self._bloom_whole[i]), c.dictionary)
                     else:
                         self._bloom_whole.pop(i, None)
                     vals.append(used)
