@@ -81,6 +81,10 @@ def pack(values: np.ndarray, width: int) -> np.ndarray:
     """
     n = len(values)
     lanes = -(-n // 64)
+    if width in (1, 2, 4) and lanes > _SMALL_PACK_LANES:  # narrowed to bytes while padded: one pass
+        small = np.zeros(64 * lanes, dtype=_U8) if n != 64 * lanes else np.empty(n, dtype=_U8)
+        small[:n] = values
+        return _pack_bytes(small.reshape(64, lanes), width)
     if n != 64 * lanes:
         padded = np.zeros(64 * lanes, dtype=_U64)
         padded[:n] = values
@@ -103,6 +107,21 @@ def pack(values: np.ndarray, width: int) -> np.ndarray:
             np.right_shift(rows[j], 64 - shift, out=tmp)
             packed[word + 1] |= tmp
     return packed
+
+
+def _pack_bytes(rows: np.ndarray, width: int) -> np.ndarray:
+    """Pack a ``(64, L)`` ``uint8`` slot matrix of widths 1, 2 or 4 a byte at a time: byte ``b`` of word
+    ``k`` holds slots ``k * 64 / width + b * 8 / width + t`` at bit ``t * width``, so the
+    values are narrowed to bytes, OR-ed ``8 / width`` at a time, and the bytes laid out
+    little-endian into the words (a few operations on byte arrays an eighth of the size)."""
+    per = 8 // width
+    lanes = rows.shape[1]
+    slots = rows.reshape(width, 8, per, lanes)  # [word, byte, slot in byte, lane]
+    out = slots[:, :, 0].copy()
+    for t in range(1, per):
+        out |= slots[:, :, t] << np.uint8(t * width)
+    # [word, byte, lane] -> [word, lane, byte]: each lane's word, its bytes in order
+    return np.ascontiguousarray(out.transpose(0, 2, 1)).view(_U64).reshape(width, lanes)
 
 
 def _pack_words(rows: np.ndarray, width: int) -> np.ndarray:

@@ -387,7 +387,7 @@ def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
         and width
         and 8 * packed_words(n, width) < n * nb
     ):
-        payload = pack(r.astype(U64), width)
+        payload = pack(r if r.dtype == U64 else r.astype(U64), width)  # pack does not write to it
         return FOR_HDR.pack(BITPACK, width, base, g) + payload.tobytes()
     narrow = r.astype(f"<u{nb}")
     if mode & _MODE_MASK == MODE_SPLIT and nb > 1:
@@ -489,8 +489,12 @@ _ENCODERS: dict[str, Callable[[np.ndarray, int, int], bytes]] = {
 
 
 def is_constant(x: np.ndarray) -> bool:
-    """Return whether every value of the non-empty array ``x`` equals the first."""
-    return bool((x == x[0]).all())
+    """Return whether every value of the non-empty array ``x`` equals the first (a strided
+    sample first: most arrays are told not constant without a pass over all their values)."""
+    first = x[0]
+    if len(x) > 4096 and not bool((x[:: len(x) // 64] == first).all()):
+        return False
+    return bool((x == first).all())
 
 
 def encode_candidates(

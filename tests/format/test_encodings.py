@@ -550,3 +550,29 @@ def test_narrow_bit_widths_unpack_into_uint16_exactly(width: int) -> None:
         values[-1] = (1 << width) - 1
         got = unpack_u16(np.asarray(pack(values, width)).reshape(width, -1), n, width)
         assert got.dtype == np.uint16 and got.tolist() == values.tolist()
+
+
+@pytest.mark.parametrize("n", [100_000, 64 * 300, 64 * 257 + 5, 64 * 2_000])
+def test_every_packing_path_gives_the_lane_layout(n: int) -> None:
+    """Bit-packing takes a different path by width and length (bytes for widths 1, 2 and 4,
+    one operation per word, per slot, or the whole matrix for short pages): every one lays the
+    values out exactly as the whole-matrix reference does, unpacks to the values, and leaves
+    its input as it was."""
+    from arcticlite.format import _enc_bitpack as bp
+
+    rng = np.random.default_rng(n)
+    lanes = -(-n // 64)
+    for width in range(1, 65):
+        if width == 64:
+            values = rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        else:
+            values = rng.integers(0, 2**width, n, dtype=np.uint64)
+        before = values.copy()
+        packed = bp.pack(values, width)
+        padded = np.zeros(64 * lanes, dtype=np.uint64)
+        padded[:n] = values
+        assert np.array_equal(packed, bp._pack_matrix(padded.reshape(64, lanes), width)), width
+        assert np.array_equal(values, before)
+        out = np.zeros(n, dtype=np.uint64)
+        bp.unpack_into(packed, n, width, out, 0, 1)
+        assert np.array_equal(out, values), width
