@@ -35,6 +35,9 @@ from arcticlite.format._enc_gather import search_arithmetic
 from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
+from arcticlite.format._objects import FAST as OBJECTS_BY_POINTER
+from arcticlite.format._objects import object_array
+from arcticlite.format._objects import words as object_words
 from arcticlite.format._parquet import from_parquet, to_parquet
 from arcticlite.format._range import RangeReader
 from arcticlite.format._reader import FermionReader
@@ -46,6 +49,7 @@ __all__ = [
     "FermionReader",
     "FermionWriter",
     "Intervals",
+    "OBJECTS_BY_POINTER",
     "PREFAULT_MIN_BYTES",
     "RangeReader",
     "VERSION_MAJOR",
@@ -57,6 +61,8 @@ __all__ = [
     "from_parquet",
     "intersect_intervals",
     "merge_intervals",
+    "object_array",
+    "object_words",
     "populate",
     "prefault",
     "search_arithmetic",

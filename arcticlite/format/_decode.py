@@ -38,6 +38,7 @@ from arcticlite.format._meta import (
     P_RAW,
     ColumnMeta,
 )
+from arcticlite.format._objects import Labels
 from arcticlite.format._range import RangeReader
 from arcticlite.format._types import BINARY, BOOL, BYTES, DICT, FIXED, FSL, LIST, NULL, STRUCT
 
@@ -56,12 +57,13 @@ class Collector:
     as soon as it is added: small reads skip the job list and the hand-over to the pool.
     """
 
-    __slots__ = ("budget", "ranges", "jobs", "direct", "eager", "populate")
+    __slots__ = ("budget", "ranges", "jobs", "direct", "eager", "populate", "labels")
 
     def __init__(self, budget: int = 1 << 62, eager: RangeReader | None = None) -> None:
         self.budget = budget
         self.eager = eager
         self.populate = False  # page jobs into caller buffers map their pages first (read_into)
+        self.labels: Labels | None = None  # object outputs are NULL-filled: fill by pointer
         self.ranges: list[tuple[int, int]] = []
         self.jobs: list[tuple[int, Callable[[memoryview], None], int]] = []  # checksum, fn, weight
         self.direct: dict[int, np.ndarray] | None = None  # job -> destination of a plain page
@@ -499,8 +501,11 @@ def binary_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray
 
     ``atype`` is ``pa.large_string()`` (str objects) or ``pa.large_binary()`` (bytes). A
     dictionary-encoded page converts only its dictionary to objects, then takes them by code:
-    equal values of a page share one object and a page costs one ``numpy.take``.
+    equal values of a page share one object and a page costs one ``numpy.take``. With
+    ``coll.labels`` (``dst`` NULL-filled, see :mod:`._objects`), the pages of a column that
+    share a dictionary share its objects, and the take writes addresses outside the GIL.
     """
+    labels = coll.labels
     for p, first, cnt in overlapping(pages, lo, hi):
         a, b = max(lo, first), min(hi, first + cnt)
 
@@ -510,16 +515,23 @@ def binary_into(pages: Pages, coll: Collector, lo: int, hi: int, dst: np.ndarray
             data = np.asarray(data).view(np.uint8)
             size = cnt if codes is None else len(offs) - 1
             _check_offsets(offs, data, size)
-            arr = pa.Array.from_buffers(atype, size, [None, pa.py_buffer(offs), pa.py_buffer(data)])
+
+            def arrow() -> pa.Array:
+                return pa.Array.from_buffers(atype, size, [None, pa.py_buffer(offs), pa.py_buffer(data)])
+
             if codes is None:
-                dst[:] = arr.slice(skip, len(dst)).to_numpy(zero_copy_only=False)
+                dst[:] = arrow().slice(skip, len(dst)).to_numpy(zero_copy_only=False)
+                return
+            c = codes[skip : skip + len(dst)]  # unsigned, checked below ``size``
+            if labels is not None:
+                d = labels.objects(atype, offs, data, lambda: arrow().to_numpy(zero_copy_only=False))
+                labels.take(d, c, dst)
+                return
+            objs = arrow().to_numpy(zero_copy_only=False)
+            take = _take_objects()
+            if take is not None:  # a typed loop: twice as fast as numpy's object take
+                take(objs, c.astype(np.intp, copy=False), dst, None)
             else:
-                objs = arr.to_numpy(zero_copy_only=False)
-                c = codes[skip : skip + len(dst)]  # unsigned, checked below ``size``
-                take = _take_objects()
-                if take is not None:  # a typed loop: twice as fast as numpy's object take
-                    take(objs, c.astype(np.intp, copy=False), dst, None)
-                else:
-                    np.take(objs, c, out=dst)
+                np.take(objs, c, out=dst)
 
         coll.add(p, fn)

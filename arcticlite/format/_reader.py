@@ -50,6 +50,8 @@ from arcticlite.format._meta import (
     read_footer,
     read_schema_meta,
 )
+from arcticlite.format._objects import FAST as OBJECTS_BY_POINTER
+from arcticlite.format._objects import Labels
 from arcticlite.format._range import DEFAULT_PREFETCH, META_GAP, RangeReader
 from arcticlite.format._types import BINARY, BOOL, DICT, FIXED, FLAT_KINDS, NULL, build_nodes
 
@@ -644,8 +646,8 @@ class FermionReader:
 
     @_guard
     def read_into(self, columns: Sequence[str | int], out: Sequence[np.ndarray],
-                  row_range: tuple[int, int] | None = None, *, populate: bool = False
-                  ) -> list[np.ndarray | None]:
+                  row_range: tuple[int, int] | None = None, *, populate: bool = False,
+                  null_objects: bool = False) -> list[np.ndarray | None]:
         """Decode rows of columns straight into caller-owned numpy arrays.
 
         Parameters
@@ -676,6 +678,11 @@ class FermionReader:
             it (:func:`arcticlite.format.populate`), which costs less system time than the
             first-touch faults and leaves the zeroed pages in cache for the decoder. The
             values are the same either way.
+        null_objects
+            The object arrays in ``out`` come from :func:`arcticlite.format.object_array`
+            with every slot NULL (only where :data:`arcticlite.format.OBJECTS_BY_POINTER`):
+            dictionary-coded strings are then written as pointers outside the GIL, and pages
+            with the same dictionary share its objects. Same values either way.
 
         Returns
         -------
@@ -711,9 +718,15 @@ class FermionReader:
         self._load_cmbs(idx)
         coll = self._collector()
         coll.populate = populate
-        fins = [self._plan_into(self._cmeta[i], mode, o, a, b, coll)
-                for i, mode, o in zip(idx, modes, out, strict=True)]
-        coll.run(self._rr, gap=self.gap, parallel=self.parallel)
+        if null_objects and OBJECTS_BY_POINTER:
+            coll.labels = Labels()
+        try:
+            fins = [self._plan_into(self._cmeta[i], mode, o, a, b, coll)
+                    for i, mode, o in zip(idx, modes, out, strict=True)]
+            coll.run(self._rr, gap=self.gap, parallel=self.parallel)
+        finally:
+            if coll.labels is not None:  # before anything reads or overwrites the slots
+                coll.labels.flush()
         return [f() for f in fins]
 
     def _into_mode(self, i: int, o: Any, n: int) -> str:

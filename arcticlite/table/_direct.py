@@ -80,6 +80,7 @@ class Blocks:
     dest: dict[str, np.ndarray]  # stored column name -> its row in a block (1-D view)
     index: np.ndarray | None  # datetime64[ns] values of the index, if it has one
     nrows: int
+    null_objects: bool = False  # the object block's slots start NULL (format.object_array)
 
 
 def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: int) -> Blocks:
@@ -94,8 +95,12 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
         groups.setdefault(dt, []).append(pos)
     arrays, placement, dest = [], [], {}
     total = nrows * (sum(dt.itemsize * len(p) for dt, p in groups.items() if not dt.hasobject) + (8 if index_field is not None else 0))
+    null_objects = False
     for dt, positions in groups.items():
-        arr = fermion.empty(len(positions) * nrows, dt, result_bytes=total).reshape(len(positions), nrows)
+        if dt.hasobject:  # NULL slots, memory mapped by the decoders: no None written first
+            arr, null_objects = fermion.object_array((len(positions), nrows))
+        else:
+            arr = fermion.empty(len(positions) * nrows, dt, result_bytes=total).reshape(len(positions), nrows)
         arrays.append(arr)
         placement.append(positions)
         for j, pos in enumerate(positions):
@@ -104,7 +109,16 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
     if index_field is not None:
         index = fermion.empty(nrows, np.dtype("datetime64[ns]"), result_bytes=total)
         dest[index_field.name] = index
-    return Blocks(arrays, placement, dest, index, nrows)
+    return Blocks(arrays, placement, dest, index, nrows, null_objects)
+
+
+def no_null_slots(out: np.ndarray) -> None:
+    """Set any NULL slot of a part of a NULL-filled object block (one that no decoder wrote) to
+    None: a read's segments always cover its rows, and this makes sure pandas never meets
+    NULL."""
+    missing = np.flatnonzero(fermion.object_words(out) == 0)
+    if len(missing):
+        out[missing] = None
 
 
 def _as_raw(a: np.ndarray) -> np.ndarray:
@@ -162,9 +176,13 @@ def _decode_job(src: Any, job: _Job, blocks: Blocks, parallel: bool, fresh: bool
     try:
         n = job.hi - job.lo
         outs = [_as_raw(blocks.dest[c][job.at : job.at + n]) for c in job.cols]
-        # fresh: each page maps its share of the result just before it writes it
-        valid = reader.read_into(job.cols, outs, row_range=(job.lo, job.hi), populate=fresh)
+        # fresh: each page maps its share of the result just before it writes it (the pages of a
+        # NULL-filled object block are always fresh)
+        valid = reader.read_into(job.cols, outs, row_range=(job.lo, job.hi), populate=fresh,
+                                 null_objects=blocks.null_objects)
         for c, out, v in zip(job.cols, outs, valid, strict=True):
+            if blocks.null_objects and out.dtype.kind == "O":
+                no_null_slots(out)
             _patch_nulls(c, out, v)
             if v is not None and out.dtype.kind == "O":
                 _patch_nan_rows(reader, c, out, v, job)
