@@ -101,25 +101,40 @@ def _null_array(shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-def _add_refs(addrs: np.ndarray, counts: np.ndarray) -> None:
-    """Add ``counts`` to the reference counts of the objects at ``addrs`` (an address given
-    twice gets both), objects that the caller alone holds: no other thread may touch them
-    meanwhile.
+class _Refs:
+    """Adds to the reference counts of fixed objects (which the caller alone holds: no other
+    thread may touch them meanwhile), given by their addresses.
 
     The counts are added through views of small windows of memory around the objects (one
     per run of addresses less than :data:`WINDOW` bytes apart), by fancy indexing, which reads
-    and writes the indexed words only."""
-    if not len(addrs):
-        return
-    order = np.argsort(addrs, kind="stable")
-    at, first = np.unique(addrs[order], return_index=True)
-    sums = np.add.reduceat(counts[order].astype(np.int64), first)
-    cuts = [0, *(np.flatnonzero(np.diff(at) > WINDOW) + 1).tolist(), len(at)]
-    for s, e in zip(cuts[:-1], cuts[1:], strict=True):
-        lo = int(at[s])
-        view = np.asarray(_Raw(lo, (int(at[e - 1]) - lo) // 8 + 1))
-        idx = (at[s:e] - lo) // 8
-        view[idx] = view[idx] + sums[s:e]
+    and writes the indexed words only; the windows are worked out once."""
+
+    __slots__ = ("_windows",)
+
+    def __init__(self, addrs: np.ndarray) -> None:
+        self._windows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        if not len(addrs):
+            return
+        order = np.argsort(addrs, kind="stable")
+        at = addrs[order]
+        if len(at) > 1 and not (np.diff(at) > 0).all():
+            raise ValueError("an object given twice")
+        cuts = [0, *(np.flatnonzero(np.diff(at) > WINDOW) + 1).tolist(), len(at)]
+        for s, e in zip(cuts[:-1], cuts[1:], strict=True):
+            lo = int(at[s])
+            view = np.asarray(_Raw(lo, (int(at[e - 1]) - lo) // 8 + 1))
+            self._windows.append((view, (at[s:e] - lo) // 8, order[s:e]))
+
+    def add(self, counts: np.ndarray) -> None:
+        """Add ``counts[i]`` to the count of object ``i`` (in the order given)."""
+        for view, idx, members in self._windows:
+            view[idx] += counts[members]
+
+
+def _add_refs(addrs: np.ndarray, counts: np.ndarray) -> None:
+    """Add ``counts`` to the reference counts of the distinct objects at ``addrs`` (see
+    :class:`_Refs`)."""
+    _Refs(addrs).add(counts)
 
 
 def _self_test() -> bool:
@@ -162,14 +177,20 @@ def object_array(shape: tuple[int, ...]) -> tuple[np.ndarray, bool]:
 class _Dict:
     """The objects of one dictionary and the uses of each not yet counted."""
 
-    __slots__ = ("objs", "addrs", "shared", "pending")
+    __slots__ = ("objs", "addrs", "shared", "own", "refs", "pending")
 
     def __init__(self, objs: np.ndarray, lengths: np.ndarray) -> None:
         self.objs = objs  # holds one reference to each until the flush
         self.addrs = words(objs).copy()  # the objects' addresses, read from the array's slots
         # empty and one-character values (up to 4 bytes of UTF-8) may be interpreter-wide
         # singletons that other threads touch: their counts are added one by one under the GIL
-        self.shared = lengths <= 4
+        self.shared = np.flatnonzero(lengths <= 4)
+        self.own = np.flatnonzero(lengths > 4)
+        try:
+            self.refs = _Refs(self.addrs[self.own])  # a dictionary's values are distinct
+        except ValueError:  # one object for two values: count them all one by one
+            self.shared, self.own = np.arange(len(objs)), self.own[:0]
+            self.refs = _Refs(self.addrs[:0])
         self.pending = np.zeros(len(objs), dtype=np.int64)
 
 
@@ -234,10 +255,8 @@ class Labels:
                     continue
                 if int(pending.max()) >= MAX_COUNT:
                     raise ValueError("too many uses of one value in one read")
-                nz = np.flatnonzero(pending)
-                own = nz[~d.shared[nz]]
-                _add_refs(d.addrs[own], pending[own])
-                for i in nz[d.shared[nz]].tolist():  # under the GIL: Python-level adds
+                d.refs.add(pending[d.own])  # unused values get 0: theirs alone, unchanged
+                for i in d.shared[pending[d.shared] != 0].tolist():  # under the GIL
                     ref = ctypes.c_ssize_t.from_address(int(d.addrs[i]))
                     ref.value += int(pending[i])
                 pending[:] = 0

@@ -116,9 +116,9 @@ def no_null_slots(out: np.ndarray) -> None:
     """Set any NULL slot of a part of a NULL-filled object block (one that no decoder wrote) to
     None: a read's segments always cover its rows, and this makes sure pandas never meets
     NULL."""
-    missing = np.flatnonzero(fermion.object_words(out) == 0)
-    if len(missing):
-        out[missing] = None
+    slots = fermion.object_words(out)
+    if np.count_nonzero(slots) < len(slots):
+        out[np.flatnonzero(slots == 0)] = None
 
 
 def _as_raw(a: np.ndarray) -> np.ndarray:
