@@ -19,7 +19,10 @@ Here instead
    before the array leaves the read).
 
 The dictionary objects are made once per distinct dictionary of a column in one
-:class:`Labels` (one segment): equal values share one object, as in ArcticDB's result.
+:class:`Labels` (one segment): equal values share one object, as in ArcticDB's result. They
+are fresh objects that no other thread can reach until the flush, so adding to their counts
+races with nothing; the empty and one-character values, which CPython shares process-wide,
+are excepted: their rows are assigned by numpy, which counts each reference under the GIL.
 
 This relies on CPython's object layout (the reference count is the first word of an object)
 and is used only where a self-test at import shows it holds: CPython with the GIL, not a debug
@@ -177,20 +180,23 @@ def object_array(shape: tuple[int, ...]) -> tuple[np.ndarray, bool]:
 class _Dict:
     """The objects of one dictionary and the uses of each not yet counted."""
 
-    __slots__ = ("objs", "addrs", "shared", "own", "refs", "pending")
+    __slots__ = ("objs", "addrs", "ptrs", "shared", "own", "refs", "pending")
 
     def __init__(self, objs: np.ndarray, lengths: np.ndarray) -> None:
         self.objs = objs  # holds one reference to each until the flush
         self.addrs = words(objs).copy()  # the objects' addresses, read from the array's slots
-        # empty and one-character values (up to 4 bytes of UTF-8) may be interpreter-wide
-        # singletons that other threads touch: their counts are added one by one under the GIL
-        self.shared = np.flatnonzero(lengths <= 4)
-        self.own = np.flatnonzero(lengths > 4)
+        # empty and one-character values (up to 2 bytes: one Latin-1 character in UTF-8) may
+        # be interpreter-wide singletons that any thread may touch at any time: they are
+        # written by numpy's own object assignment (counted under the GIL), not by pointer
+        self.shared = np.flatnonzero(lengths <= 2)
+        self.own = np.flatnonzero(lengths > 2)
         try:
             self.refs = _Refs(self.addrs[self.own])  # a dictionary's values are distinct
-        except ValueError:  # one object for two values: count them all one by one
+        except ValueError:  # one object for two values: write them all by assignment
             self.shared, self.own = np.arange(len(objs)), self.own[:0]
             self.refs = _Refs(self.addrs[:0])
+        self.ptrs = self.addrs.copy()
+        self.ptrs[self.shared] = 0  # left NULL by the take, then assigned
         self.pending = np.zeros(len(objs), dtype=np.int64)
 
 
@@ -242,9 +248,11 @@ class Labels:
             counts = np.bincount(at, minlength=k)
         if len(counts) > k or int(counts.sum()) != len(codes):
             raise ValueError("dictionary code out of range")
-        np.take(d.addrs, at, out=words(dst), mode="clip")
+        np.take(d.ptrs, at, out=words(dst), mode="clip")
+        for v in d.shared[counts[d.shared] != 0].tolist():
+            dst[codes == v] = d.objs[v]  # NULL slots: one reference added per slot
         with self._lock:
-            d.pending += counts
+            d.pending[d.own] += counts[d.own]
 
     def flush(self) -> None:
         """Count the uses written so far (idempotent)."""
@@ -256,7 +264,4 @@ class Labels:
                 if int(pending.max()) >= MAX_COUNT:
                     raise ValueError("too many uses of one value in one read")
                 d.refs.add(pending[d.own])  # unused values get 0: theirs alone, unchanged
-                for i in d.shared[pending[d.shared] != 0].tolist():  # under the GIL
-                    ref = ctypes.c_ssize_t.from_address(int(d.addrs[i]))
-                    ref.value += int(pending[i])
                 pending[:] = 0
