@@ -190,11 +190,14 @@ class _Dict:
         # written by numpy's own object assignment (counted under the GIL), not by pointer
         self.shared = np.flatnonzero(lengths <= 2)
         self.own = np.flatnonzero(lengths > 2)
-        try:
-            self.refs = _Refs(self.addrs[self.own])  # a dictionary's values are distinct
-        except ValueError:  # one object for two values: write them all by assignment
+        self.refs: _Refs | None = None  # few values: added one by one (see flush)
+        if len(self.own) > FEW_VALUES:
+            try:
+                self.refs = _Refs(self.addrs[self.own])  # a dictionary's values are distinct
+            except ValueError:  # one object for two values: write them all by assignment
+                self.shared, self.own = np.arange(len(objs)), self.own[:0]
+        elif len(set(self.addrs[self.own].tolist())) < len(self.own):
             self.shared, self.own = np.arange(len(objs)), self.own[:0]
-            self.refs = _Refs(self.addrs[:0])
         self.ptrs = self.addrs.copy()
         self.ptrs[self.shared] = 0  # left NULL by the take, then assigned
         self.pending = np.zeros(len(objs), dtype=np.int64)
@@ -263,5 +266,10 @@ class Labels:
                     continue
                 if int(pending.max()) >= MAX_COUNT:
                     raise ValueError("too many uses of one value in one read")
-                d.refs.add(pending[d.own])  # unused values get 0: theirs alone, unchanged
+                if d.refs is not None:
+                    d.refs.add(pending[d.own])  # unused values get 0: theirs alone, unchanged
+                else:  # objects no other thread can reach: no update can race with these
+                    for i in d.own[pending[d.own] != 0].tolist():
+                        ref = ctypes.c_ssize_t.from_address(int(d.addrs[i]))
+                        ref.value += int(pending[i])
                 pending[:] = 0
