@@ -22,6 +22,10 @@ one of three groups:
   ``S3Storage.VerifySSL``                    ``0``: do not verify the endpoint's certificate
   ========================================  =================================================
 
+  and one of arcticlite's own: ``S3Storage.TransportChecksums`` ``1`` sends a CRC32 of every
+  S3 request body and checks the one of every response (default: only where S3 requires one;
+  every stored value carries checksums of its own, checked on read).
+
   S3 settings apply to stores opened afterwards; thread counts to the next pool started.
 
 * **accepted, no counterpart** — settings of ArcticDB's internals with no behaviour a user sees

@@ -314,3 +314,28 @@ def test_opening_a_store_only_reads_and_commits_probe_first() -> None:
         lib = ac.create_library("lib")
         with pytest.raises(ConditionalWritesUnsupportedError, match="If-None-Match"):
             lib.write("s", pd.DataFrame({"a": [1]}))
+
+
+@pytest.mark.parametrize("setting", [None, 1])
+def test_transport_checksums_only_when_required_or_asked(s3_server: S3TestServer, setting: int | None) -> None:
+    """By default values go to S3 without a CRC32 of their body (every value carries checksums
+    of its own, checked on read: the CRC was a second pass over each body on both sides);
+    ``S3Storage.TransportChecksums=1`` sends and checks it. Both round-trip, deletes (which S3
+    requires a checksum for) included."""
+    from arcticlite import config
+
+    bucket = s3_server.make_bucket()
+    if setting is not None:
+        config.set_config_int("S3Storage.TransportChecksums", setting)
+    try:
+        with open_store(s3_server.uri(bucket)) as store:
+            store.write_many({"lib/a": b"x" * 100_000, "lib/b": b"y"})
+            assert bytes(store.read("lib/a")) == b"x" * 100_000
+            assert [bytes(v) for v in store.read_many(["lib/a", "lib/b"])] == [b"x" * 100_000, b"y"]
+            head = s3_server.client().head_object(Bucket=bucket, Key="lib/a", ChecksumMode="ENABLED")
+            assert ("ChecksumCRC32" in head) == (setting == 1)
+            store.delete(["lib/a", "lib/b"])
+            assert list(store.list_keys("lib/")) == []
+    finally:
+        if setting is not None:
+            config.set_config_int("S3Storage.TransportChecksums", 0)
