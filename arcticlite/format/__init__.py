@@ -36,7 +36,7 @@ from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
 from arcticlite.format._objects import FAST as OBJECTS_BY_POINTER
-from arcticlite.format._objects import object_array
+from arcticlite.format._objects import Labels, object_array
 from arcticlite.format._objects import words as object_words
 from arcticlite.format._parquet import from_parquet, to_parquet
 from arcticlite.format._range import RangeReader
@@ -49,6 +49,7 @@ __all__ = [
     "FermionReader",
     "FermionWriter",
     "Intervals",
+    "Labels",
     "OBJECTS_BY_POINTER",
     "PREFAULT_MIN_BYTES",
     "RangeReader",

@@ -206,7 +206,10 @@ class _Dict:
 class Labels:
     """Fills NULL slots of object arrays (from :func:`object_array`) with dictionary values.
 
-    One per decoding of a segment; thread-safe. Every :meth:`take` must be followed by a
+    One per decoding of a segment, or one per thread for the segments of one read (the objects
+    are then shared by those segments; the slots filled from one instance must all be written
+    by one thread, so that no other thread can reach its objects before their counts are
+    added); thread-safe. Every :meth:`take` must be followed by a
     :meth:`flush` before the filled slots are read, overwritten or freed (until then they hold
     references that are not counted yet), also when decoding fails.
     """

@@ -647,7 +647,8 @@ class FermionReader:
     @_guard
     def read_into(self, columns: Sequence[str | int], out: Sequence[np.ndarray],
                   row_range: tuple[int, int] | None = None, *, populate: bool = False,
-                  null_objects: bool = False) -> list[np.ndarray | None]:
+                  null_objects: bool = False, labels: Labels | None = None
+                  ) -> list[np.ndarray | None]:
         """Decode rows of columns straight into caller-owned numpy arrays.
 
         Parameters
@@ -683,6 +684,10 @@ class FermionReader:
             with every slot NULL (only where :data:`arcticlite.format.OBJECTS_BY_POINTER`):
             dictionary-coded strings are then written as pointers outside the GIL, and pages
             with the same dictionary share its objects. Same values either way.
+        labels
+            With ``null_objects``: the :class:`arcticlite.format.Labels` that keeps the
+            dictionary objects, so that calls on one thread (the segments of one read) share
+            them; a fresh one per call by default. Never share one between threads.
 
         Returns
         -------
@@ -719,7 +724,7 @@ class FermionReader:
         coll = self._collector()
         coll.populate = populate
         if null_objects and OBJECTS_BY_POINTER:
-            coll.labels = Labels()
+            coll.labels = Labels() if labels is None else labels
         try:
             fins = [self._plan_into(self._cmeta[i], mode, o, a, b, coll)
                     for i, mode, o in zip(idx, modes, out, strict=True)]

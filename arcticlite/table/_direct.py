@@ -81,6 +81,7 @@ class Blocks:
     index: np.ndarray | None  # datetime64[ns] values of the index, if it has one
     nrows: int
     null_objects: bool = False  # the object block's slots start NULL (format.object_array)
+    labels: threading.local | None = None  # per thread: the string objects its segments share
 
 
 def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: int) -> Blocks:
@@ -109,7 +110,8 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
     if index_field is not None:
         index = fermion.empty(nrows, np.dtype("datetime64[ns]"), result_bytes=total)
         dest[index_field.name] = index
-    return Blocks(arrays, placement, dest, index, nrows, null_objects)
+    return Blocks(arrays, placement, dest, index, nrows, null_objects,
+                  threading.local() if null_objects else None)
 
 
 def no_null_slots(out: np.ndarray) -> None:
@@ -178,8 +180,13 @@ def _decode_job(src: Any, job: _Job, blocks: Blocks, parallel: bool, fresh: bool
         outs = [_as_raw(blocks.dest[c][job.at : job.at + n]) for c in job.cols]
         # fresh: each page maps its share of the result just before it writes it (the pages of a
         # NULL-filled object block are always fresh)
+        labels = None
+        if blocks.labels is not None:  # the segments a thread decodes share string objects
+            labels = getattr(blocks.labels, "labels", None)
+            if labels is None:
+                labels = blocks.labels.labels = fermion.Labels()
         valid = reader.read_into(job.cols, outs, row_range=(job.lo, job.hi), populate=fresh,
-                                 null_objects=blocks.null_objects)
+                                 null_objects=blocks.null_objects, labels=labels)
         for c, out, v in zip(job.cols, outs, valid, strict=True):
             if blocks.null_objects and out.dtype.kind == "O":
                 no_null_slots(out)

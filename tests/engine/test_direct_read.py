@@ -264,3 +264,35 @@ def test_large_reads_on_every_worker_of_the_pool_finish(tmp_path: Any, monkeypat
     futures = [pools.work.submit(task) for _ in range(n)]
     for f in futures:
         assert_frame_equal(f.result(timeout=120), df)
+
+
+def test_string_objects_are_shared_and_counted(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large read of a few-label string column over many segments: at most one object per
+    value and segment (as ArcticDB returns; fewer where segments repeat a dictionary), each
+    referenced exactly as often as it is used, and every reference given back when the frame
+    is dropped."""
+    import gc
+    import sys
+
+    _as_large(monkeypatch)
+    lib = Arctic(f"lmdb://{tmp_path / 'store'}").create_library("lib", LibraryOptions(rows_per_segment=500))
+    df = _frame(20_000)
+    lib.write("s", df)
+    got = lib.read("s").data
+    assert_frame_equal(got, df)
+    venue = got["venue"].to_numpy()
+    assert venue.dtype == object
+    objs = {id(v): v for v in venue}
+    assert len(objs) <= 5 * 40  # five values, 40 segments
+    uses = {k: int(sum(v is o for v in venue)) for k, o in objs.items()}
+    long_value = next(o for o in objs.values() if len(o) > 1)
+    del got
+    gc.collect()
+    before = sys.getrefcount(long_value)
+    n = uses[id(long_value)]
+    del venue
+    gc.collect()
+    assert sys.getrefcount(long_value) == before - n
+    # held by objs and long_value alone now (+ getrefcount's argument): nothing leaked, no cache
+    assert sys.getrefcount(long_value) == 3
+

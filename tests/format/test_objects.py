@@ -12,7 +12,14 @@ import pyarrow as pa
 import pytest
 
 from arcticlite.exceptions import CorruptDataError
-from arcticlite.format import OBJECTS_BY_POINTER, FermionReader, encode, object_array, object_words
+from arcticlite.format import (
+    OBJECTS_BY_POINTER,
+    FermionReader,
+    Labels,
+    encode,
+    object_array,
+    object_words,
+)
 from arcticlite.format import _layout as L
 
 pytestmark = pytest.mark.skipif(not OBJECTS_BY_POINTER, reason="objects by pointer need CPython")
@@ -146,3 +153,28 @@ def test_values_far_apart_in_memory() -> None:
     assert all(v == labels[k] for v, k in zip(out, codes, strict=True))
     assert len({id(v) for v in out}) <= 3 * len(r.page_stats("s"))
     _uses_hold(out)
+
+
+def test_calls_given_one_labels_share_its_objects() -> None:
+    """The segments one thread decodes for a read share one ``Labels``: one object per value
+    across all of them, every reference counted."""
+    n = 30_000
+    part = _table(10_000).select(["few", "many"])
+    t = pa.concat_tables([part] * 3)
+    files = [FermionReader(encode(part, page_size=8_192)) for _ in range(3)]  # same dictionaries
+    labels = Labels()
+    out = {c: object_array((n,))[0] for c in ("few", "many")}
+    for k, r in enumerate(files):
+        r.read_into(["few", "many"], [out["few"][k * 10_000 : (k + 1) * 10_000],
+                                      out["many"][k * 10_000 : (k + 1) * 10_000]],
+                    null_objects=True, labels=labels)
+    del labels
+    for c in ("few", "many"):
+        assert out[c].tolist() == t.column(c).to_pylist()
+        _uses_hold(out[c])
+    # the dictionaries repeat across the files: their objects are made once
+    assert len({id(v) for v in out["few"]}) <= len(LABELS) * len(files[0].page_stats("few"))
+    slot_by_slot = np.empty(n, dtype=object)
+    for k, r in enumerate(files):
+        r.read_into(["few"], [slot_by_slot[k * 10_000 : (k + 1) * 10_000]])
+    assert len({id(v) for v in out["few"]}) < len({id(v) for v in slot_by_slot})
