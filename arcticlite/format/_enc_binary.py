@@ -14,7 +14,7 @@ from arcticlite.exceptions import FormatEOFError, InvalidFileError
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import _temp, packed_words, unpack_into, unpack_u16
 from arcticlite.format._enc_gather import gather_fixed
-from arcticlite.format._enc_policy import REUSE
+from arcticlite.format._enc_policy import REUSE, dictionary_key
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -167,17 +167,13 @@ def encode_binary_dictionary(codes: np.ndarray, dictionary: pa.Array, key: Any =
         return _encode_plain(np.diff(vo), vdata[int(vo[0]) : int(vo[-1])], MODE_BITPACK, cascades=False)
     memo = _policy().memo if key is not None else None
     # pages that use every entry of one dictionary (labels) share its encoded form
-    dkey = (key, "dictionary", bufs[1].address, bufs[2].address if bufs[2] is not None else 0,
-            dictionary.offset, k) if memo is not None and whole else None
-    # (the entry holds the dictionary: its buffers cannot be freed and their addresses reused
-    # by another dictionary while the memo lives)
-    held = memo.get(dkey) if memo is not None and dkey is not None else None
-    head = held[1] if held is not None else None
+    dkey = (key, "dictionary", dictionary_key(memo, dictionary)) if memo is not None and whole else None
+    head = memo.get(dkey) if memo is not None and dkey is not None else None
     if head is None:
         dblob = _encode_plain(np.diff(offs.astype(_I64)), data, MODE_BITPACK)
         head = NESTED_HDR.pack(BINARY_DICT, k, len(dblob)) + dblob
         if memo is not None and dkey is not None:
-            memo[dkey] = (dictionary, head)
+            memo[dkey] = head
     entry = memo.get(key) if memo is not None else None
     if entry is not None and entry[4] > 0:
         _, mode, codec, level, left, recipe = entry

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["POLICIES", "READ", "REUSE", "REUSE_GAIN", "REUSE_MAX", "REUSE_SLACK", "SIZE", "WRITE", "Policy", "current", "run_with"]
+__all__ = ["POLICIES", "READ", "REUSE", "REUSE_GAIN", "REUSE_MAX", "REUSE_SLACK", "SIZE", "WRITE", "Policy", "current",
+           "dictionary_key", "run_with"]
 
 T = TypeVar("T")
 
@@ -81,3 +82,14 @@ def run_with(policy: Policy, job: Callable[[], T]) -> T:
         return job()
     finally:
         _LOCAL.policy = prev
+
+
+def dictionary_key(memo: dict[Any, Any], dictionary: Any) -> tuple[Any, ...]:
+    """The key under which a bulk write's ``memo`` keeps what its files made of ``dictionary``
+    (a pyarrow array: an encoded dictionary, a Bloom filter): the type, the buffers' addresses,
+    the offset and the length. The memo holds the dictionary from then on, so no other
+    dictionary can take those addresses while the memo lives."""
+    key = (str(dictionary.type), tuple(b.address if b is not None else 0 for b in dictionary.buffers()),
+           dictionary.offset, len(dictionary))
+    memo.setdefault(("held", key), dictionary)
+    return key

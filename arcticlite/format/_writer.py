@@ -38,7 +38,7 @@ import pyarrow as pa
 from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.format import _bloom
 from arcticlite.format import _layout as L
-from arcticlite.format._enc_policy import POLICIES, REUSE, SIZE, run_with
+from arcticlite.format._enc_policy import POLICIES, REUSE, SIZE, dictionary_key, run_with
 from arcticlite.format._encodings import incompressible_many
 from arcticlite.format._parallel import MIN_PARALLEL_BYTES, run_jobs
 from arcticlite.format._types import (
@@ -138,13 +138,6 @@ def _used_values(chunk: pa.DictionaryArray) -> pa.Array:
     if len(used) == len(chunk.dictionary):
         return chunk.dictionary
     return chunk.dictionary.take(pa.array(used))
-
-
-def _dictionary_identity(dictionary: pa.Array) -> tuple[Any, ...]:
-    """What tells one in-memory dictionary from another while a write holds them all: its
-    type, buffers' addresses, offset and length."""
-    return (str(dictionary.type), tuple(b.address if b is not None else 0 for b in dictionary.buffers()),
-            dictionary.offset, len(dictionary))
 
 
 def _cuts(n: int, per_page: int, cum: np.ndarray | None = None, page_size: int = 0,
@@ -561,9 +554,7 @@ class FermionWriter:
                         continue
                     used = _used_values(c)
                     if used is c.dictionary and not vals and self._policy.memo is not None:
-                        self._bloom_whole[i] = _dictionary_identity(c.dictionary)
-                        # the memo holds the dictionary while it lives: no other can take its addresses
-                        self._policy.memo.setdefault(("held", self._bloom_whole[i]), c.dictionary)
+                        self._bloom_whole[i] = dictionary_key(self._policy.memo, c.dictionary)
                     else:
                         self._bloom_whole.pop(i, None)
                     vals.append(used)
@@ -588,34 +579,31 @@ class FermionWriter:
         filters first, a column whose filter no longer fits gets none. Empty when none
         qualifies."""
         assert self._bloom_min is not None
+        memo = self._policy.memo
         wanted = []
         for i, vals in sorted(self._bloom_vals.items()):
             if not vals or i in self._bloom_last:
                 continue
             typ = self._columns[i].field.type
-            memo, whole = self._policy.memo, self._bloom_whole.get(i)
-            cached = memo.get(("bloom", whole)) if memo is not None and whole is not None else None
-            if cached is None:  # (count, filter bits or None until built)
-                values, count = _bloom.filter_values(pa.chunked_array(vals, typ))
-            else:
-                values, count = None, cached[0]
+            # a whole dictionary's filter made by an earlier file of the write: (count, bits)
+            shared = ("bloom", self._bloom_whole[i]) if memo is not None and i in self._bloom_whole else None
+            cached = memo.get(shared) if memo is not None and shared is not None else None
+            values, count = _bloom.filter_values(pa.chunked_array(vals, typ)) if cached is None else (None, cached[0])
             if count >= self._bloom_min:
-                wanted.append((_bloom.filter_bytes(count), i, typ, values, count))
+                wanted.append((_bloom.filter_bytes(count), i, typ, values, count, shared, cached))
         budget = self._bloom_fraction * self._out.pos
         filters = []
-        for size, i, typ, values, count in sorted(wanted, key=lambda w: (w[0], w[1])):
+        for size, i, typ, values, count, shared, cached in sorted(wanted, key=lambda w: (w[0], w[1])):
             if size > budget:
                 break
             budget -= size
             kind = _bloom.kind_of(typ)
             assert kind is not None
-            memo, whole = self._policy.memo, self._bloom_whole.get(i)
-            bits = memo.get(("bloom", whole), (0, None))[1] if memo is not None and whole is not None else None
-            if bits is None:
-                bits = _bloom.build(_bloom.hashes_of(values, kind))
-                if memo is not None and whole is not None:  # the pages of one dictionary share it
-                    memo[("bloom", whole)] = (count, bits)
-            filters.append((i, kind, count, bits))
+            if cached is None:
+                cached = (count, _bloom.build(_bloom.hashes_of(values, kind)))
+                if memo is not None and shared is not None:  # the files of one dictionary share it
+                    memo[shared] = cached
+            filters.append((i, kind, count, cached[1]))
         filters.sort(key=lambda f: f[0])
         if not filters:
             return b""
