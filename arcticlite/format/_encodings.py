@@ -250,12 +250,9 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
         # a stream's search in a bulk write: choose on a contiguous chunk from the middle, then
         # encode the whole page once with that recipe (the choice is checked on later pages:
         # a page it stops suiting is searched again)
-        start = (n - SEARCH_SAMPLE) // 2
-        sample = xi[start : start + SEARCH_SAMPLE]
-        if not is_constant(sample):
-            sv = _variants(sample, floats[start : start + SEARCH_SAMPLE] if floats is not None else None)
-            i, codec, level = choose_codec([b for b, _ in sv])
-            chosen, mode = sv[i]
+        got = _choose_on_middle(xi, floats, SEARCH_SAMPLE)
+        if got is not None:
+            chosen, mode, codec, level = got
             recipe = recipe_of(chosen)
             body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
                     else encode_scheme(xi, SCHEME_OF_ID.get(chosen[0], "plain"), 0, mode, floats))
@@ -405,18 +402,27 @@ def _variants(xi: np.ndarray, floats: np.ndarray | None) -> list[tuple[bytes, in
 
 def _encode_sampled(xi: np.ndarray, floats: np.ndarray | None) -> bytes:
     """Choose scheme, mode and codec on a few contiguous chunks, then encode everything once."""
-    # one contiguous chunk: concatenated chunks would fake jumps (deltas) at their seams
-    length = min(SAMPLE_LEN, max(SAMPLE_LEN // 8, len(xi) // 4))
+    got = _choose_on_middle(xi, floats, min(SAMPLE_LEN, max(SAMPLE_LEN // 8, len(xi) // 4)))
+    if got is None:
+        return compress_best([b for b, _ in _variants(xi, floats)])
+    blob, mode, codec, level = got
+    full = encode_scheme(xi, SCHEME_OF_ID.get(blob[0], "plain"), 0, mode, floats)
+    return compress_if_it_pays(full, codec, level)
+
+
+def _choose_on_middle(xi: np.ndarray, floats: np.ndarray | None, length: int
+                      ) -> tuple[bytes, int, int | None, int] | None:
+    """The candidate blob, mode, codec and level chosen on ``length`` contiguous values from
+    the middle of ``xi`` (one chunk: concatenated chunks would fake jumps, deltas, at their
+    seams); None when that chunk is constant (it tells nothing of the rest)."""
     start = (len(xi) - length) // 2
     sample = xi[start : start + length]
     if is_constant(sample):
-        return compress_best([b for b, _ in _variants(xi, floats)])
-    sample_floats = floats[start : start + length] if floats is not None else None
-    variants = _variants(sample, sample_floats)
+        return None
+    variants = _variants(sample, floats[start : start + length] if floats is not None else None)
     i, codec, level = choose_codec([b for b, _ in variants])
     blob, mode = variants[i]
-    full = encode_scheme(xi, SCHEME_OF_ID.get(blob[0], "plain"), 0, mode, floats)
-    return compress_if_it_pays(full, codec, level)
+    return blob, mode, codec, level
 
 
 def _check_out(out: np.ndarray | None, dtype: np.dtype, count: int) -> np.ndarray:
