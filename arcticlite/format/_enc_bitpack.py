@@ -128,8 +128,7 @@ def _pack_words(rows: np.ndarray, width: int) -> np.ndarray:
     """Pack a ``(64, L)`` slot matrix word by word: the slots starting in each word are
     shifted in one operation and OR-reduced in one, then the spilled high bits are added (one
     operation per word instead of two or three per slot: fewer, larger numpy calls)."""
-    slot_bits = np.arange(64, dtype=np.int64) * width
-    words, shifts = slot_bits >> 6, (slot_bits & 63).astype(_U64)
+    words, shifts = _slots(width)
     shifted = np.left_shift(rows, shifts[:, None]) if width < 64 else rows
     firsts = np.searchsorted(words, np.arange(width + 1)).tolist()
     packed = np.empty((width, rows.shape[1]), dtype=_U64)
@@ -139,25 +138,32 @@ def _pack_words(rows: np.ndarray, width: int) -> np.ndarray:
             packed[k] = shifted[a]
         else:
             np.bitwise_or.reduce(shifted[a:b], axis=0, out=packed[k])
+    _add_spills(packed, rows, words, shifts, width)
+    return packed
+
+
+def _slots(width: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each of the 64 slots of a lane: the word it starts in and its shift there."""
+    slot_bits = np.arange(64, dtype=np.int64) * width
+    return slot_bits >> 6, (slot_bits & 63).astype(_U64)
+
+
+def _add_spills(packed: np.ndarray, rows: np.ndarray, words: np.ndarray, shifts: np.ndarray, width: int) -> None:
+    """OR into ``packed`` the high bits of the slots that run past the end of their word."""
     spill = np.flatnonzero(shifts + np.uint64(width) > 64)
     if len(spill):
         # at most one slot spills into each word, so the fancy-indexed OR is safe
         packed[words[spill] + 1] |= rows[spill] >> (np.uint64(64) - shifts[spill])[:, None]
-    return packed
 
 
 def _pack_matrix(rows: np.ndarray, width: int) -> np.ndarray:
     """Pack a ``(64, L)`` slot matrix with whole-matrix operations (few lanes)."""
-    slot_bits = np.arange(64, dtype=np.int64) * width
-    words, shifts = slot_bits >> 6, (slot_bits & 63).astype(_U64)
+    words, shifts = _slots(width)
     shifted = np.left_shift(rows, shifts[:, None])
     # every word holds the start of at least one slot (width <= 64): OR-reduce per word
     firsts = np.searchsorted(words, np.arange(width))
     packed = np.bitwise_or.reduceat(shifted, firsts, axis=0)
-    spill = np.flatnonzero(shifts + np.uint64(width) > 64)
-    if len(spill):
-        # at most one slot spills into each word, so the fancy-indexed OR is safe
-        packed[words[spill] + 1] |= rows[spill] >> (np.uint64(64) - shifts[spill])[:, None]
+    _add_spills(packed, rows, words, shifts, width)
     return packed
 
 
