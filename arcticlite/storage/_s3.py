@@ -69,11 +69,6 @@ _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _DENIED_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
 
 
-def _config_int(name: str) -> int | None:
-    """An integer setting of :mod:`arcticlite.config` (None when not set)."""
-    return config.get_config_int(name)
-
-
 def _setting(name: str, default: int) -> int:
     """A positive integer setting of :mod:`arcticlite.config`, else ``default``."""
     value = config.get_config_int(name)
@@ -218,7 +213,7 @@ class S3Store(KVStore):
             return client
         with self._lock:
             if self._client is None:
-                boto3, config, _ = _boto()
+                boto3, botocore_config, _ = _boto()
                 options: dict[str, Any] = dict(
                     retries={"mode": "standard", "total_max_attempts": 1},
                     max_pool_connections=_setting("S3Storage.MaxConnections", max(self.max_workers * 2, 10)),
@@ -229,12 +224,12 @@ class S3Store(KVStore):
                 # CRC32 of every body sent and received only when S3 requires one (DeleteObjects)
                 # or the S3Storage.TransportChecksums setting asks: every value arcticlite stores
                 # carries checksums of its own, checked on every read (docs/storage.md)
-                mode = "when_supported" if _config_int("S3Storage.TransportChecksums") == 1 else "when_required"
+                mode = "when_supported" if config.get_config_int("S3Storage.TransportChecksums") == 1 else "when_required"
                 try:
-                    cfg = config.Config(request_checksum_calculation=mode, response_checksum_validation=mode,
-                                        **options)
+                    cfg = botocore_config.Config(request_checksum_calculation=mode, response_checksum_validation=mode,
+                                                 **options)
                 except TypeError:  # a botocore without flexible checksums (before 1.36)
-                    cfg = config.Config(**options)
+                    cfg = botocore_config.Config(**options)
                 session = boto3.session.Session(profile_name=self._profile)
                 kwargs: dict[str, Any] = {"config": cfg}
                 if self.endpoint_url:
