@@ -17,6 +17,10 @@ from arcticlite import config
 
 #: Threads the data path plans for (at least 2: encode and write overlap even on one core).
 THREADS = max(2, os.cpu_count() or 2)
+#: Threads for work that is mostly Python and numpy calls under the GIL (decoding a read's
+#: segments into pandas blocks, encoding a write's segments): one on machines with two cores or
+#: fewer, where a second such thread only trades the GIL with the first.
+GIL_BOUND_THREADS = THREADS if (os.cpu_count() or 1) > 2 else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +42,8 @@ class Pools:
     """
 
     threads: int = THREADS
-    decode_threads: int = THREADS if (os.cpu_count() or 1) > 2 else 1
-    encode_threads: int = THREADS if (os.cpu_count() or 1) > 2 else 1
+    decode_threads: int = GIL_BOUND_THREADS
+    encode_threads: int = GIL_BOUND_THREADS
     _work: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
     _io: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
     _batch: ThreadPoolExecutor = field(default=None, repr=False)  # type: ignore[assignment]
