@@ -80,8 +80,14 @@ class Blocks:
     dest: dict[str, np.ndarray]  # stored column name -> its row in a block (1-D view)
     index: np.ndarray | None  # datetime64[ns] values of the index, if it has one
     nrows: int
-    null_objects: bool = False  # the object block's slots start NULL (format.object_array)
-    labels: threading.local | None = None  # per thread: the string objects its segments share
+    # with an object block whose slots start NULL (format.object_array): per thread, the string
+    # objects its segments share
+    labels: threading.local | None = None
+
+    @property
+    def null_objects(self) -> bool:
+        """Whether the object block's slots start NULL (decoders fill them by pointer)."""
+        return self.labels is not None
 
 
 def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: int) -> Blocks:
@@ -110,8 +116,7 @@ def allocate(fields: Sequence[pa.Field], index_field: pa.Field | None, nrows: in
     if index_field is not None:
         index = fermion.empty(nrows, np.dtype("datetime64[ns]"), result_bytes=total)
         dest[index_field.name] = index
-    return Blocks(arrays, placement, dest, index, nrows, null_objects,
-                  threading.local() if null_objects else None)
+    return Blocks(arrays, placement, dest, index, nrows, threading.local() if null_objects else None)
 
 
 def no_null_slots(out: np.ndarray) -> None:
