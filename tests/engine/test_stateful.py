@@ -315,7 +315,7 @@ def run(arctic: Arctic, max_examples: int, steps: int, options: LibraryOptions |
     run_state_machine_as_test(
         machine,
         settings=settings(max_examples=max_examples, stateful_step_count=steps, deadline=None,
-                          suppress_health_check=list(HealthCheck), database=None),
+                          suppress_health_check=list(HealthCheck), database=None, derandomize=True),
     )
 
 
