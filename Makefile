@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 
 .PHONY: demo test install install-test bench lint docs clean
 
-$(VENV)/.installed: setup.cfg pyproject.toml
+$(VENV)/.installed: setup.cfg setup.py pyproject.toml arcticlite/format/_native.c
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e .

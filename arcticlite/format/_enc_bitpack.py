@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from arcticlite.format import _kernels
+
 __all__ = ["bit_width", "pack", "packed_words", "unpack_into"]
 
 _U8 = np.dtype(np.uint8)
@@ -79,6 +81,13 @@ def pack(values: np.ndarray, width: int) -> np.ndarray:
     numpy.ndarray
         ``(width, L)`` ``uint64`` matrix (C order).
     """
+    if _kernels.NATIVE is not None and values.flags.c_contiguous:
+        return pack_offsets(values, 0, width)
+    return _pack_numpy(values, width)
+
+
+def _pack_numpy(values: np.ndarray, width: int) -> np.ndarray:
+    """:func:`pack` in numpy calls."""
     n = len(values)
     lanes = -(-n // 64)
     if width in (1, 2, 4) and lanes > _SMALL_PACK_LANES:  # narrowed to bytes while padded: one pass
@@ -107,6 +116,39 @@ def pack(values: np.ndarray, width: int) -> np.ndarray:
             np.right_shift(rows[j], 64 - shift, out=tmp)
             packed[word + 1] |= tmp
     return packed
+
+
+def pack_offsets(values: np.ndarray, base: int, width: int) -> np.ndarray:
+    """Pack ``(values - base)`` (modulo ``2 ** (8 * itemsize)``) into the lane layout: the
+    frame of reference applied while packing, in one pass when the native kernels are built.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        1-D C-contiguous integer array (any width, signed or not).
+    base : int
+        Frame of reference, as an unsigned pattern of the values' width.
+    width : int
+        Bit width, 1..64; every offset must be below ``2 ** width``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(width, L)`` ``uint64`` matrix (C order).
+    """
+    native = _kernels.NATIVE
+    lanes = -(-len(values) // 64)
+    if native is not None and values.flags.c_contiguous:
+        out = np.empty((width, lanes), dtype=_U64)
+        native.encode_for(values, values.dtype.itemsize, base & _MASK64, 1, 0, width, out)
+        return out
+    ud = np.dtype(f"<u{values.dtype.itemsize}")
+    bits = 8 * values.dtype.itemsize
+    r = values.view(ud) - np.array(base & ((1 << bits) - 1), dtype=ud) if base else values.view(ud)
+    return _pack_numpy(np.ascontiguousarray(r, dtype=_U64), width)
+
+
+_MASK64 = (1 << 64) - 1
 
 
 def _pack_bytes(rows: np.ndarray, width: int) -> np.ndarray:
@@ -199,6 +241,11 @@ def unpack_into(
         Multiplier (1 for none), as an unsigned 64-bit pattern.
     """
     if n == 0:
+        return
+    native = _kernels.NATIVE
+    if (native is not None and out_u.flags.c_contiguous and packed.flags.c_contiguous
+            and packed.flags.aligned):
+        native.unpack(packed, n, width, out_u, out_u.dtype.itemsize, base & _MASK64, factor & _MASK64)
         return
     if not out_u.flags.c_contiguous:
         tmp = np.empty(n, dtype=out_u.dtype)

@@ -56,8 +56,8 @@ REUSE = 15
 #: :data:`REUSE` pages.
 REUSE_MAX = 240
 REUSE_GAIN = 0.97
-#: A reused choice whose page comes out this many times larger (per value) than the page it
-#: was chosen on is searched again on the next page.
+#: A reused choice whose pages come out this many times larger (per value) than the page it
+#: was chosen on, two pages in a row, is searched again on the next page.
 REUSE_SLACK = 1.15
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
+from arcticlite.format import _kernels
 from arcticlite.format._enc_bitpack import bit_width, pack, packed_words
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_spec import (
@@ -102,6 +103,16 @@ def _sample(x: np.ndarray) -> np.ndarray:
         return x.reshape(1, n)
     starts = np.arange(SAMPLE_RUNS) * (n - RUN_LEN) // (SAMPLE_RUNS - 1)
     return x[starts[:, None] + np.arange(RUN_LEN)]
+
+
+def min_max(x: np.ndarray) -> tuple[int, int]:
+    """The smallest and largest of the non-empty integer array ``x``, as Python ints (one pass
+    with the native kernels, two numpy reductions without)."""
+    native = _kernels.NATIVE
+    if native is not None and x.flags.c_contiguous and x.dtype.kind in "iu":
+        lo, hi = native.minmax(x, x.dtype.itemsize, x.dtype.kind == "i")
+        return int(lo), int(hi)
+    return int(x.min()), int(x.max())
 
 
 def _narrow_bytes(width: int) -> int:
@@ -250,6 +261,12 @@ def decimal_split(xf: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray]:
     marks the positions where that reproduces the bits of ``xf``.
     """
     p = 10.0**e
+    native = _kernels.NATIVE
+    if native is not None and xf.flags.c_contiguous and xf.ndim == 1:
+        ints = np.empty(len(xf), dtype=I64)
+        ok = np.empty(len(xf), dtype=bool)
+        native.decimal_split(xf, xf.dtype.itemsize, p, ints, ok)
+        return ints, ok
     with np.errstate(all="ignore"):
         scaled = np.multiply(xf, p, dtype=np.float64)
         np.rint(scaled, out=scaled)
@@ -363,14 +380,23 @@ def _ffill(ints: np.ndarray, ok: np.ndarray) -> np.ndarray:
 def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
     n = len(x)
     bits = 8 * x.dtype.itemsize
-    mn = int(x.min())
-    rng = int(x.max()) - mn
+    mn, mx = min_max(x)
+    rng = mx - mn
     ud = unsigned_of(x.dtype)
-    r = x.view(ud) - np.array(mn & ((1 << bits) - 1), dtype=ud)
+    base = mn & _MASK64
     g = 1
     if rng:
         step = max(1, n // 4096)
-        g = max(1, int(np.gcd.reduce(r[::step].astype(U64))))
+        sample = x[::step].view(ud) - np.array(mn & ((1 << bits) - 1), dtype=ud)
+        g = max(1, int(np.gcd.reduce(sample.astype(U64))))
+    native = _kernels.NATIVE
+    if native is not None and x.flags.c_contiguous:
+        got = _enc_for_native(native, x, n, base, g, rng, mode)
+        if got is not None:
+            return got
+        g = 1  # an offset is not a multiple of the sample's gcd
+    r = x.view(ud) - np.array(mn & ((1 << bits) - 1), dtype=ud)
+    if rng:
         if g > 1:
             gd = np.array(g, dtype=ud)
             q = r // gd  # numpy divides by a scalar fast; its remainder is ~10x slower
@@ -380,7 +406,6 @@ def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
                 g = 1
     width = bit_width(rng // g)
     nb = _narrow_bytes(width)
-    base = mn & _MASK64
     if (
         mode & _MODE_MASK == MODE_BITPACK
         and n >= SMALL
@@ -394,6 +419,28 @@ def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
         planes = narrow.view(np.uint8).reshape(n, nb).T
         return FOR_HDR.pack(SPLIT, nb, base, g) + planes.tobytes()
     return FOR_HDR.pack(NARROW, nb, base, g) + narrow.tobytes()
+
+
+def _enc_for_native(native: Any, x: np.ndarray, n: int, base: int, g: int, rng: int,
+                    mode: int) -> bytes | None:
+    """:func:`_enc_for`'s layouts written by the native kernel in one pass over ``x`` (offsets,
+    division by ``g``, packing or narrowing together); None when an offset is not a multiple
+    of ``g``."""
+    for g_try in (g, 1) if g > 1 else (1,):
+        width = bit_width(rng // g_try)
+        nb = _narrow_bytes(width)
+        if mode & _MODE_MASK == MODE_BITPACK and n >= SMALL and width and 8 * packed_words(n, width) < n * nb:
+            out = np.empty(packed_words(n, width), dtype=U64)
+            if native.encode_for(x, x.dtype.itemsize, base, g_try, 0, width, out):
+                return FOR_HDR.pack(BITPACK, width, base, g_try) + out.tobytes()
+            continue
+        split = mode & _MODE_MASK == MODE_SPLIT and nb > 1
+        body = bytearray(FOR_HDR.size + n * nb)
+        if native.encode_for(x, x.dtype.itemsize, base, g_try, 2 if split else 1, nb,
+                             memoryview(body)[FOR_HDR.size:]):
+            FOR_HDR.pack_into(body, 0, SPLIT if split else NARROW, nb, base, g_try)
+            return bytes(body)
+    return None
 
 
 def _enc_delta(x: np.ndarray, depth: int, mode: int) -> bytes:

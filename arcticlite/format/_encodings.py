@@ -242,9 +242,12 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
         body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
                 else encode_scheme(xi, scheme, 0, mode, floats))
         blob = compress_if_it_pays(body, codec, level)
-        # a choice that stopped paying (the data changed) is searched again on the next page
+        # a choice that stopped paying (the data changed) is searched again on the next page;
+        # one page that comes out larger is data, not a change (a size column's outlier
+        # widens that page's frame of reference whatever the scheme): only two in a row are
         worse = len(entry) > 7 and len(blob) > REUSE_SLACK * entry[7] * n
-        memo[key] = (scheme, mode, codec, level, 0 if worse else left - 1, *entry[5:])  # type: ignore[index]
+        again = worse and len(entry) > 8 and entry[8]
+        memo[key] = (scheme, mode, codec, level, 0 if again else left - 1, *entry[5:8], worse)  # type: ignore[index]
         return blob
     if memo is not None and n >= 4 * SEARCH_SAMPLE:
         # a stream's search in a bulk write: choose on a contiguous chunk from the middle, then

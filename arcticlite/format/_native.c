@@ -1,0 +1,572 @@
+/* Optional native kernels of Fermion's value encodings.
+ *
+ * Each function does in one pass, without the GIL, what the pure-numpy code of
+ * arcticlite.format (_enc_bitpack, _enc_select) does in several numpy calls; the results are
+ * bit-identical (tests run both and compare). The module is built by `pip install` when a C
+ * compiler is present; without it arcticlite uses the numpy code (see arcticlite.format._kernels).
+ *
+ * The lane layout (arcticlite/format/_enc_bitpack.py): n values of w bits in L = ceil(n / 64)
+ * lanes; value i = j * L + l is slot j of lane l, at bits j * w .. j * w + w - 1 of the lane;
+ * word k of lane l is packed[k * L + l] (little-endian uint64); padding slots are zero.
+ *
+ * Floating point: built with -ffp-contract=off (no fused multiply-add), so every product and
+ * quotient is rounded exactly as numpy rounds it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the native kernels assume a little-endian machine; the numpy code serves elsewhere"
+#endif
+
+/* The loops are written for the compiler to vectorize; on x86-64 each kernel is also compiled
+ * for AVX2 and the CPU picks the version at load time (the baseline has no 32-bit multiply,
+ * no 64-bit compare and no rounding instruction in its vector set). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define KERNEL
+#endif
+
+static int
+check_width(int width)
+{
+    if (width < 1 || width > 64) {
+        PyErr_Format(PyExc_ValueError, "bit width must be 1..64, got %d", width);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+check_itemsize(int itemsize)
+{
+    if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8) {
+        PyErr_Format(PyExc_ValueError, "item size must be 1, 2, 4 or 8 bytes, got %d", itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- frame of reference */
+
+#define CHUNK 2048
+
+/* Division by g = 2**tz * odd as exact division: r is a multiple of g iff its low tz bits are
+ * zero and (r >> tz) * inverse(odd) modulo 2**bits is at most (2**bits - 1) / odd; that product
+ * is then the quotient. Offsets of sources up to 4 bytes wide are divided in 32-bit words
+ * (vector multiplies exist for those), wider ones in 64-bit words. */
+typedef struct {
+    int divide, tz;
+    uint64_t inv, lim, low;
+    uint32_t inv32, lim32, low32;
+} divisor_t;
+
+static void
+make_divisor(uint64_t g, divisor_t *d)
+{
+    d->divide = g > 1;
+    d->tz = 0;
+    while (g > 1 && !(g & 1)) {
+        g >>= 1;
+        d->tz++;
+    }
+    uint64_t inv = g; /* Newton's iteration doubles the correct low bits: 3 -> 6 -> ... -> 96 */
+    for (int k = 0; k < 5; k++)
+        inv *= 2 - g * inv;
+    d->inv = inv;
+    d->lim = ~(uint64_t)0 / g;
+    d->low = d->tz ? (((uint64_t)1 << d->tz) - 1) : 0;
+    d->inv32 = (uint32_t)inv;
+    d->lim32 = g >> 32 ? 0 : (uint32_t)(0xFFFFFFFFu / (uint32_t)g);
+    d->low32 = (uint32_t)d->low;
+}
+
+/* buf[l] = ((x[start + l] - base) mod 2**(8 * itemsize)) / g for l < m; returns nonzero when
+ * some offset is not a multiple of g. */
+#define OFFS_LOOP(T, W, INV, LIM, LOW)                                                     \
+    {                                                                                      \
+        const T *x = (const T *)src + start;                                               \
+        const T b = (T)base;                                                               \
+        if (!d->divide) {                                                                  \
+            for (Py_ssize_t l = 0; l < m; l++)                                             \
+                buf[l] = (uint64_t)(T)(x[l] - b);                                          \
+            return 0;                                                                      \
+        }                                                                                  \
+        if (d->tz >= 8 * (int)sizeof(T))                                                   \
+            return 1; /* g does not divide any nonzero offset of this width: never chosen */ \
+        const W inv = (W)d->INV, lim = (W)d->LIM, low = (W)d->LOW;                         \
+        const int tz = d->tz;                                                              \
+        W bad = 0;                                                                         \
+        for (Py_ssize_t l = 0; l < m; l++) {                                               \
+            W r = (W)(T)(x[l] - b);                                                        \
+            W q = (W)((W)(r >> tz) * inv);                                                 \
+            bad |= (r & low) | (W)(q > lim);                                               \
+            buf[l] = q;                                                                    \
+        }                                                                                  \
+        return bad != 0;                                                                   \
+    }
+
+static inline int
+offsets(const void *src, int itemsize, Py_ssize_t start, Py_ssize_t m, uint64_t base,
+        const divisor_t *d, uint64_t *buf)
+{
+    switch (itemsize) {
+    case 1: OFFS_LOOP(uint8_t, uint32_t, inv32, lim32, low32)
+    case 2: OFFS_LOOP(uint16_t, uint32_t, inv32, lim32, low32)
+    case 4: OFFS_LOOP(uint32_t, uint32_t, inv32, lim32, low32)
+    default: OFFS_LOOP(uint64_t, uint64_t, inv, lim, low)
+    }
+}
+#undef OFFS_LOOP
+
+enum { LAYOUT_PACK = 0, LAYOUT_NARROW = 1, LAYOUT_SPLIT = 2 };
+
+/* Lane layout: slot j of every lane is row x[j * L .. (j + 1) * L). */
+KERNEL static int
+for_pack(const void *src, int itemsize, Py_ssize_t n, uint64_t base, const divisor_t *d,
+         int width, uint64_t *out)
+{
+    Py_ssize_t lanes = (n + 63) / 64;
+    uint64_t buf[CHUNK];
+    int bad = 0;
+    memset(out, 0, (size_t)width * lanes * 8);
+    for (Py_ssize_t j = 0; j < 64 && j * lanes < n; j++) {
+        Py_ssize_t start = j * lanes;
+        Py_ssize_t row = n - start < lanes ? n - start : lanes;
+        int bit = (int)(j * width);
+        int shift = bit & 63;
+        uint64_t *w0 = out + (Py_ssize_t)(bit >> 6) * lanes;
+        for (Py_ssize_t c = 0; c < row; c += CHUNK) {
+            Py_ssize_t m = row - c < CHUNK ? row - c : CHUNK;
+            bad |= offsets(src, itemsize, start + c, m, base, d, buf);
+            uint64_t *a = w0 + c;
+            if (shift + width > 64) {
+                uint64_t *b = a + lanes;
+                for (Py_ssize_t l = 0; l < m; l++) {
+                    a[l] |= buf[l] << shift;
+                    b[l] |= buf[l] >> (64 - shift);
+                }
+            }
+            else {
+                for (Py_ssize_t l = 0; l < m; l++)
+                    a[l] |= buf[l] << shift;
+            }
+        }
+    }
+    return bad;
+}
+
+/* nb low bytes of each offset: in value order (narrow) or as nb byte planes (split). */
+KERNEL static int
+for_bytes(const void *src, int itemsize, Py_ssize_t n, uint64_t base, const divisor_t *d,
+          int nb, int split, unsigned char *out)
+{
+    uint64_t buf[CHUNK];
+    int bad = 0;
+    for (Py_ssize_t c = 0; c < n; c += CHUNK) {
+        Py_ssize_t m = n - c < CHUNK ? n - c : CHUNK;
+        bad |= offsets(src, itemsize, c, m, base, d, buf);
+        if (split) {
+            for (int k = 0; k < nb; k++) {
+                unsigned char *plane = out + (Py_ssize_t)k * n + c;
+                for (Py_ssize_t l = 0; l < m; l++)
+                    plane[l] = (unsigned char)(buf[l] >> (8 * k));
+            }
+            continue;
+        }
+        switch (nb) {
+#define NARROW(T)                                                                          \
+    {                                                                                      \
+        T *o = (T *)(out + c * (Py_ssize_t)sizeof(T));                                     \
+        for (Py_ssize_t l = 0; l < m; l++) {                                               \
+            T v = (T)buf[l];                                                               \
+            memcpy(o + l, &v, sizeof(T));                                                  \
+        }                                                                                  \
+    }                                                                                      \
+    break;
+        case 1: NARROW(uint8_t)
+        case 2: NARROW(uint16_t)
+        case 4: NARROW(uint32_t)
+        default: NARROW(uint64_t)
+#undef NARROW
+        }
+    }
+    return bad;
+}
+
+static PyObject *
+native_encode_for(PyObject *self, PyObject *args)
+{
+    Py_buffer sbuf, obuf;
+    int itemsize, layout, param;
+    unsigned long long base, g;
+    if (!PyArg_ParseTuple(args, "y*iKKiiw*", &sbuf, &itemsize, &base, &g, &layout, &param, &obuf))
+        return NULL;
+    PyObject *result = NULL;
+    if (check_itemsize(itemsize) < 0)
+        goto done;
+    if (sbuf.len % itemsize) {
+        PyErr_SetString(PyExc_ValueError, "source length is not a multiple of the item size");
+        goto done;
+    }
+    if (g == 0) {
+        PyErr_SetString(PyExc_ValueError, "the divisor must be positive");
+        goto done;
+    }
+    {
+        Py_ssize_t n = sbuf.len / itemsize, need;
+        if (layout == LAYOUT_PACK) {
+            if (check_width(param) < 0)
+                goto done;
+            need = (Py_ssize_t)param * ((n + 63) / 64) * 8;
+        }
+        else if (layout == LAYOUT_NARROW || layout == LAYOUT_SPLIT) {
+            if (check_itemsize(param) < 0)
+                goto done;
+            need = (Py_ssize_t)param * n;
+        }
+        else {
+            PyErr_Format(PyExc_ValueError, "unknown layout %d", layout);
+            goto done;
+        }
+        if (obuf.len < need) {
+            PyErr_Format(PyExc_ValueError, "output of %zd bytes is smaller than the %zd encoded "
+                         "bytes", obuf.len, need);
+            goto done;
+        }
+        if (layout == LAYOUT_PACK && ((uintptr_t)obuf.buf & 7) != 0) {
+            PyErr_SetString(PyExc_ValueError, "packed output is not 8-byte aligned");
+            goto done;
+        }
+        divisor_t d;
+        make_divisor(g, &d);
+        int bad;
+        const void *src = sbuf.buf;
+        Py_BEGIN_ALLOW_THREADS
+        if (layout == LAYOUT_PACK)
+            bad = for_pack(src, itemsize, n, base, &d, param, (uint64_t *)obuf.buf);
+        else
+            bad = for_bytes(src, itemsize, n, base, &d, param, layout == LAYOUT_SPLIT,
+                            (unsigned char *)obuf.buf);
+        Py_END_ALLOW_THREADS
+        result = PyBool_FromLong(!bad);
+    }
+done:
+    PyBuffer_Release(&sbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------- unpack */
+
+/* out[i] = base + factor * value_i, in the output's unsigned width (modular). */
+#define UNPACK_LOOP(T)                                                                     \
+    do {                                                                                   \
+        T *o = (T *)dst;                                                                   \
+        const uint64_t mask = width == 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);   \
+        const T b = (T)base, f = (T)factor;                                                \
+        for (Py_ssize_t j = 0; j < 64; j++) {                                              \
+            Py_ssize_t start = j * lanes;                                                  \
+            if (start >= n)                                                                \
+                break;                                                                     \
+            Py_ssize_t m = n - start < lanes ? n - start : lanes;                          \
+            int bit = (int)(j * width);                                                    \
+            const uint64_t *w0 = packed + (Py_ssize_t)(bit >> 6) * lanes;                  \
+            int shift = bit & 63;                                                          \
+            T *row = o + start;                                                            \
+            if (shift + width > 64) {                                                      \
+                const uint64_t *w1 = w0 + lanes;                                           \
+                for (Py_ssize_t l = 0; l < m; l++) {                                       \
+                    uint64_t v = ((w0[l] >> shift) | (w1[l] << (64 - shift))) & mask;      \
+                    row[l] = (T)(b + f * (T)v);                                            \
+                }                                                                          \
+            }                                                                              \
+            else if (factor == 1) {                                                        \
+                for (Py_ssize_t l = 0; l < m; l++)                                         \
+                    row[l] = (T)(b + (T)((w0[l] >> shift) & mask));                        \
+            }                                                                              \
+            else {                                                                         \
+                for (Py_ssize_t l = 0; l < m; l++)                                         \
+                    row[l] = (T)(b + f * (T)((w0[l] >> shift) & mask));                    \
+            }                                                                              \
+        }                                                                                  \
+    } while (0)
+
+KERNEL static void
+unpack_any(const uint64_t *packed, Py_ssize_t n, Py_ssize_t lanes, int width, void *dst,
+           int itemsize, uint64_t base, uint64_t factor)
+{
+    switch (itemsize) {
+    case 1: UNPACK_LOOP(uint8_t); break;
+    case 2: UNPACK_LOOP(uint16_t); break;
+    case 4: UNPACK_LOOP(uint32_t); break;
+    default: UNPACK_LOOP(uint64_t); break;
+    }
+}
+
+static PyObject *
+native_unpack(PyObject *self, PyObject *args)
+{
+    Py_buffer pbuf, obuf;
+    Py_ssize_t n;
+    int width, itemsize;
+    unsigned long long base, factor;
+    if (!PyArg_ParseTuple(args, "y*niw*iKK", &pbuf, &n, &width, &obuf, &itemsize, &base, &factor))
+        return NULL;
+    PyObject *result = NULL;
+    if (check_itemsize(itemsize) < 0 || check_width(width) < 0)
+        goto done;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "value count must not be negative");
+        goto done;
+    }
+    Py_ssize_t lanes = (n + 63) / 64;
+    if (pbuf.len < (Py_ssize_t)width * lanes * 8) {
+        PyErr_Format(PyExc_ValueError, "packed block of %zd bytes is shorter than the %zd bytes "
+                     "of %zd values of %d bits", pbuf.len, (Py_ssize_t)width * lanes * 8, n, width);
+        goto done;
+    }
+    if (obuf.len < n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "output of %zd bytes cannot hold %zd values", obuf.len, n);
+        goto done;
+    }
+    if (((uintptr_t)pbuf.buf & 7) != 0) {
+        PyErr_SetString(PyExc_ValueError, "packed block is not 8-byte aligned");
+        goto done;
+    }
+    {
+        const uint64_t *packed = (const uint64_t *)pbuf.buf;
+        void *dst = obuf.buf;
+        Py_BEGIN_ALLOW_THREADS
+        unpack_any(packed, n, lanes, width, dst, itemsize, base, factor);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&pbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------- minmax */
+
+#define MINMAX_LOOP(T)                                                                     \
+    do {                                                                                   \
+        const T *x = (const T *)src;                                                       \
+        T lo = x[0], hi = x[0];                                                            \
+        for (Py_ssize_t i = 1; i < n; i++) {                                               \
+            T v = x[i];                                                                    \
+            lo = v < lo ? v : lo;                                                          \
+            hi = v > hi ? v : hi;                                                          \
+        }                                                                                  \
+        if (is_signed) {                                                                   \
+            slo = (long long)lo;                                                           \
+            shi = (long long)hi;                                                           \
+        }                                                                                  \
+        else {                                                                             \
+            ulo = (unsigned long long)lo;                                                  \
+            uhi = (unsigned long long)hi;                                                  \
+        }                                                                                  \
+    } while (0)
+
+KERNEL static void
+minmax_any(const void *src, Py_ssize_t n, int itemsize, int is_signed, long long *s_lo,
+           long long *s_hi, unsigned long long *u_lo, unsigned long long *u_hi)
+{
+    long long slo = 0, shi = 0;
+    unsigned long long ulo = 0, uhi = 0;
+    if (is_signed) {
+        switch (itemsize) {
+        case 1: MINMAX_LOOP(int8_t); break;
+        case 2: MINMAX_LOOP(int16_t); break;
+        case 4: MINMAX_LOOP(int32_t); break;
+        default: MINMAX_LOOP(int64_t); break;
+        }
+    }
+    else {
+        switch (itemsize) {
+        case 1: MINMAX_LOOP(uint8_t); break;
+        case 2: MINMAX_LOOP(uint16_t); break;
+        case 4: MINMAX_LOOP(uint32_t); break;
+        default: MINMAX_LOOP(uint64_t); break;
+        }
+    }
+    *s_lo = slo, *s_hi = shi, *u_lo = ulo, *u_hi = uhi;
+}
+
+static PyObject *
+native_minmax(PyObject *self, PyObject *args)
+{
+    Py_buffer sbuf;
+    int itemsize, is_signed;
+    if (!PyArg_ParseTuple(args, "y*ip", &sbuf, &itemsize, &is_signed))
+        return NULL;
+    PyObject *result = NULL;
+    if (check_itemsize(itemsize) < 0)
+        goto done;
+    if (sbuf.len % itemsize || sbuf.len == 0) {
+        PyErr_SetString(PyExc_ValueError, "minmax needs a non-empty whole number of items");
+        goto done;
+    }
+    {
+        Py_ssize_t n = sbuf.len / itemsize;
+        const void *src = sbuf.buf;
+        long long slo = 0, shi = 0;
+        unsigned long long ulo = 0, uhi = 0;
+        Py_BEGIN_ALLOW_THREADS
+        minmax_any(src, n, itemsize, is_signed, &slo, &shi, &ulo, &uhi);
+        Py_END_ALLOW_THREADS
+        if (is_signed)
+            result = Py_BuildValue("(LL)", slo, shi);
+        else
+            result = Py_BuildValue("(KK)", ulo, uhi);
+    }
+done:
+    PyBuffer_Release(&sbuf);
+    return result;
+}
+
+/* ---------------------------------------------------------------------- decimal split */
+
+/* ints[i] = rint(x[i] * p) as int64 (0 where beyond 2**53 or NaN); ok[i] = whether
+ * float(ints[i]) / p (as float32 for float32 input) has the bits of x[i]. Returns the
+ * number of positions that are not ok.
+ *
+ * rint without a call into libm: below 2**52, adding and subtracting 2**52 rounds to the
+ * nearest integer, ties to even, as rint does in the default rounding mode; from 2**52 on
+ * every double is an integer; NaN stays NaN. The int64 of an integral double below 2**51 in
+ * magnitude is the bits of (s + 1.5 * 2**52) minus those of 1.5 * 2**52 (a vector integer
+ * subtract); a chunk holding larger values converts them one by one. */
+#define TWO52 4503599627370496.0
+#define MAGIC 6755399441055744.0 /* 1.5 * 2**52 */
+#define DECIMAL_LOOP(F, U)                                                                 \
+    do {                                                                                   \
+        const F *x = (const F *)src;                                                       \
+        double sv[CHUNK];                                                                  \
+        for (Py_ssize_t c = 0; c < n; c += CHUNK) {                                        \
+            Py_ssize_t m = n - c < CHUNK ? n - c : CHUNK;                                  \
+            const F *xc = x + c;                                                           \
+            unsigned char *okc = ok + c;                                                   \
+            int big = 0;                                                                   \
+            for (Py_ssize_t l = 0; l < m; l++) {                                           \
+                F xv = xc[l];                                                              \
+                double t = (double)xv * p;                                                 \
+                double a = fabs(t);                                                        \
+                double r = copysign((a + TWO52) - TWO52, t);                               \
+                double s = a < TWO52 ? r : t;                                              \
+                int valid = fabs(s) <= 9007199254740992.0;                                 \
+                s = valid ? s + 0.0 : 0.0; /* + 0.0: the integer 0 decodes to +0.0 */      \
+                big |= fabs(s) >= 2251799813685248.0; /* 2**51 */                          \
+                F dec = (F)(s / p);                                                        \
+                U da, xa;                                                                  \
+                memcpy(&da, &dec, sizeof(U));                                              \
+                memcpy(&xa, &xv, sizeof(U));                                               \
+                unsigned char good = (unsigned char)(valid & (da == xa));                  \
+                okc[l] = good;                                                             \
+                bad += !good;                                                              \
+                sv[l] = s;                                                                 \
+            }                                                                              \
+            int64_t *ic = ints + c;                                                        \
+            if (big) {                                                                     \
+                for (Py_ssize_t l = 0; l < m; l++)                                         \
+                    ic[l] = (int64_t)sv[l];                                                \
+            }                                                                              \
+            else {                                                                         \
+                const double magic = MAGIC;                                                \
+                int64_t mbits;                                                             \
+                memcpy(&mbits, &magic, 8);                                                 \
+                for (Py_ssize_t l = 0; l < m; l++) {                                       \
+                    double y = sv[l] + MAGIC;                                              \
+                    int64_t yb;                                                            \
+                    memcpy(&yb, &y, 8);                                                    \
+                    ic[l] = yb - mbits;                                                    \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    } while (0)
+
+KERNEL static Py_ssize_t
+decimal_any(const void *src, Py_ssize_t n, int itemsize, double p, int64_t *ints,
+            unsigned char *ok)
+{
+    Py_ssize_t bad = 0;
+    if (itemsize == 8)
+        DECIMAL_LOOP(double, uint64_t);
+    else
+        DECIMAL_LOOP(float, uint32_t);
+    return bad;
+}
+
+static PyObject *
+native_decimal_split(PyObject *self, PyObject *args)
+{
+    Py_buffer sbuf, ibuf, kbuf;
+    int itemsize;
+    double p;
+    if (!PyArg_ParseTuple(args, "y*idw*w*", &sbuf, &itemsize, &p, &ibuf, &kbuf))
+        return NULL;
+    PyObject *result = NULL;
+    if (itemsize != 4 && itemsize != 8) {
+        PyErr_Format(PyExc_ValueError, "decimal split takes float32 or float64, got %d bytes",
+                     itemsize);
+        goto done;
+    }
+    if (sbuf.len % itemsize) {
+        PyErr_SetString(PyExc_ValueError, "source length is not a multiple of the item size");
+        goto done;
+    }
+    {
+        Py_ssize_t n = sbuf.len / itemsize;
+        if (ibuf.len < n * 8 || kbuf.len < n) {
+            PyErr_SetString(PyExc_ValueError, "outputs are too small for the values");
+            goto done;
+        }
+        const void *src = sbuf.buf;
+        int64_t *ints = (int64_t *)ibuf.buf;
+        unsigned char *ok = (unsigned char *)kbuf.buf;
+        Py_ssize_t bad;
+        Py_BEGIN_ALLOW_THREADS
+        bad = decimal_any(src, n, itemsize, p, ints, ok);
+        Py_END_ALLOW_THREADS
+        result = PyLong_FromSsize_t(bad);
+    }
+done:
+    PyBuffer_Release(&sbuf);
+    PyBuffer_Release(&ibuf);
+    PyBuffer_Release(&kbuf);
+    return result;
+}
+
+static PyMethodDef native_methods[] = {
+    {"encode_for", native_encode_for, METH_VARARGS,
+     "encode_for(src, itemsize, base, g, layout, param, out) -> bool: the offsets "
+     "((src - base) mod 2**(8*itemsize)) / g, lane-packed at param bits (layout 0), or their "
+     "param low bytes in value order (1) or as byte planes (2); False when an offset is not a "
+     "multiple of g (out is then undefined)."},
+    {"unpack", native_unpack, METH_VARARGS,
+     "unpack(packed, n, width, out, itemsize, base, factor): out[i] = base + factor * "
+     "value_i in out's unsigned width of itemsize bytes."},
+    {"minmax", native_minmax, METH_VARARGS,
+     "minmax(src, itemsize, signed) -> (min, max) of a non-empty integer buffer."},
+    {"decimal_split", native_decimal_split, METH_VARARGS,
+     "decimal_split(src, itemsize, p, ints_out, ok_out) -> number of values that do not "
+     "round-trip through rint(x * p) / p."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "Optional native kernels of Fermion's value encodings (bit-identical to the numpy code).",
+    -1, native_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    return PyModule_Create(&native_module);
+}
