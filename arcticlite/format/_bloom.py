@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arcticlite.exceptions import ChecksumError, InvalidFileError
+from arcticlite.format import _kernels
 from arcticlite.format import _layout as L
 
 MAGIC = b"FBLM"
@@ -199,13 +200,13 @@ def _small_range_distinct(col: pa.ChunkedArray | pa.Array) -> pa.Array | None:
     if not pa.types.is_integer(typ) or (isinstance(col, pa.ChunkedArray) and col.num_chunks != 1):
         return None
     arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) else col
-    v = arr.to_numpy(zero_copy_only=False)
-    lo, hi = int(v.min()), int(v.max())
+    v = np.ascontiguousarray(arr.to_numpy(zero_copy_only=False))
+    lo, hi = _kernels.min_max(v)
     if hi - lo >= 4 * len(v):
         return None
-    present = np.zeros(hi - lo + 1, dtype=bool)
-    present[(v - v.dtype.type(lo)).astype(np.intp) if lo else v] = True
-    return pa.array((np.flatnonzero(present) + lo).astype(v.dtype), type=typ)
+    present = _kernels.presence(v, lo, hi - lo + 1)
+    # offsets + lo in the column's own dtype (lo may not fit int64: a uint64 column above 2**63)
+    return pa.array(np.flatnonzero(present).astype(v.dtype) + v.dtype.type(lo), type=typ)
 
 
 def hashes_of(values: pa.Array | pa.ChunkedArray, kind: int) -> np.ndarray:

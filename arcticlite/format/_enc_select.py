@@ -105,16 +105,6 @@ def _sample(x: np.ndarray) -> np.ndarray:
     return x[starts[:, None] + np.arange(RUN_LEN)]
 
 
-def min_max(x: np.ndarray) -> tuple[int, int]:
-    """The smallest and largest of the non-empty integer array ``x``, as Python ints (one pass
-    with the native kernels, two numpy reductions without)."""
-    native = _kernels.NATIVE
-    if native is not None and x.flags.c_contiguous and x.dtype.kind in "iu":
-        lo, hi = native.minmax(x, x.dtype.itemsize, x.dtype.kind == "i")
-        return int(lo), int(hi)
-    return int(x.min()), int(x.max())
-
-
 def _narrow_bytes(width: int) -> int:
     for nb in (1, 2, 4, 8):
         if width <= 8 * nb:
@@ -380,7 +370,7 @@ def _ffill(ints: np.ndarray, ok: np.ndarray) -> np.ndarray:
 def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
     n = len(x)
     bits = 8 * x.dtype.itemsize
-    mn, mx = min_max(x)
+    mn, mx = _kernels.min_max(x)
     rng = mx - mn
     ud = unsigned_of(x.dtype)
     base = mn & _MASK64
@@ -474,13 +464,13 @@ def dictionary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rng = int(x.max()) - mn
     ud = unsigned_of(x.dtype)
     if rng < max(4 * n, 1 << 16) and rng < (1 << 26):
+        x = np.ascontiguousarray(x)
+        present = _kernels.presence(x, mn, rng + 1)
+        lut = np.cumsum(present, dtype=U32)
+        lut -= np.uint32(1)  # (entries of absent values wrap: never looked up)
         base = np.array(mn & ((1 << (8 * x.dtype.itemsize)) - 1), dtype=ud)
-        off = (x.view(ud) - base).astype(np.intp)
-        present = np.zeros(rng + 1, dtype=bool)
-        present[off] = True
-        lut = np.cumsum(present, dtype=np.int64) - 1
         uniq = (np.flatnonzero(present).astype(ud) + base).view(x.dtype)
-        return uniq, lut[off].astype(U32)
+        return uniq, _kernels.codes_in_range(x, mn, lut)
     enc = pa.array(x).dictionary_encode()
     values = enc.dictionary.to_numpy()
     order = np.argsort(values, kind="stable")

@@ -15,7 +15,9 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["NATIVE", "native_enabled"]
+import numpy as np
+
+__all__ = ["NATIVE", "codes_in_range", "min_max", "native_enabled", "presence"]
 
 
 def _load() -> ModuleType | None:
@@ -34,3 +36,48 @@ NATIVE: ModuleType | None = _load()
 def native_enabled() -> bool:
     """Whether the value encodings use the native kernels in this process."""
     return NATIVE is not None
+
+
+def min_max(x: np.ndarray) -> tuple[int, int]:
+    """The smallest and largest of the non-empty integer array ``x``, as Python ints (one pass
+    with the native kernels, two numpy reductions without)."""
+    native = NATIVE
+    if native is not None and x.flags.c_contiguous and x.dtype.kind in "iu":
+        lo, hi = native.minmax(x, x.dtype.itemsize, x.dtype.kind == "i")
+        return int(lo), int(hi)
+    return int(x.min()), int(x.max())
+
+
+def _offsets(x: np.ndarray, lo: int) -> np.ndarray:
+    ud = np.dtype(f"<u{x.dtype.itemsize}")
+    base = np.array(lo & ((1 << (8 * x.dtype.itemsize)) - 1), dtype=ud)
+    return (x.view(ud) - base).astype(np.intp)
+
+
+def presence(x: np.ndarray, lo: int, size: int) -> np.ndarray:
+    """A ``bool`` table of ``size`` entries, True at ``v - lo`` for every value ``v`` of the
+    integer array ``x`` (all of which lie in ``lo .. lo + size - 1``): the distinct values of a
+    small-range column are ``lo + flatnonzero(table)``."""
+    table = np.zeros(size, dtype=bool)
+    native = NATIVE
+    if native is not None and x.flags.c_contiguous and x.dtype.kind in "iu":
+        if not native.mark(x, x.dtype.itemsize, lo & _MASK64, table):
+            raise ValueError(f"a value lies outside {lo} .. {lo + size - 1}")
+        return table
+    table[_offsets(x, lo)] = True
+    return table
+
+
+def codes_in_range(x: np.ndarray, lo: int, table: np.ndarray) -> np.ndarray:
+    """``table[v - lo]`` for every value ``v`` of the integer array ``x`` (``table`` a
+    ``uint32`` array covering their range), as a new ``uint32`` array."""
+    native = NATIVE
+    if native is not None and x.flags.c_contiguous and x.dtype.kind in "iu" and table.dtype == np.uint32:
+        out = np.empty(len(x), dtype=np.uint32)
+        if not native.lookup(x, x.dtype.itemsize, lo & _MASK64, np.ascontiguousarray(table), out):
+            raise ValueError(f"a value lies outside {lo} .. {lo + len(table) - 1}")
+        return out
+    return table[_offsets(x, lo)].astype(np.uint32, copy=False)
+
+
+_MASK64 = (1 << 64) - 1

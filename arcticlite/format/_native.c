@@ -261,6 +261,134 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------ small-range dictionaries */
+
+/* table[(x[i] - base) mod 2**bits] = 1 for every i; returns nonzero when an offset is beyond the
+ * table (the table is then partly marked). */
+#define MARK_LOOP(T)                                                                       \
+    {                                                                                      \
+        const T *x = (const T *)src;                                                       \
+        const T b = (T)base;                                                               \
+        for (Py_ssize_t i = 0; i < n; i++) {                                               \
+            uint64_t o = (uint64_t)(T)(x[i] - b);                                          \
+            if (o >= (uint64_t)size)                                                       \
+                return 1;                                                                  \
+            table[o] = 1;                                                                  \
+        }                                                                                  \
+        return 0;                                                                          \
+    }
+
+KERNEL static int
+mark_any(const void *src, Py_ssize_t n, int itemsize, uint64_t base, unsigned char *table,
+         Py_ssize_t size)
+{
+    switch (itemsize) {
+    case 1: MARK_LOOP(uint8_t)
+    case 2: MARK_LOOP(uint16_t)
+    case 4: MARK_LOOP(uint32_t)
+    default: MARK_LOOP(uint64_t)
+    }
+}
+#undef MARK_LOOP
+
+/* out[i] = table[(x[i] - base) mod 2**bits]; nonzero when an offset is beyond the table. */
+#define LOOKUP_LOOP(T)                                                                     \
+    {                                                                                      \
+        const T *x = (const T *)src;                                                       \
+        const T b = (T)base;                                                               \
+        uint64_t worst = 0;                                                                \
+        for (Py_ssize_t i = 0; i < n; i++) {                                               \
+            uint64_t o = (uint64_t)(T)(x[i] - b);                                          \
+            worst = o > worst ? o : worst;                                                 \
+        }                                                                                  \
+        if (n && worst >= (uint64_t)size)                                                  \
+            return 1;                                                                      \
+        for (Py_ssize_t i = 0; i < n; i++)                                                 \
+            out[i] = table[(T)(x[i] - b)];                                                 \
+        return 0;                                                                          \
+    }
+
+KERNEL static int
+lookup_any(const void *src, Py_ssize_t n, int itemsize, uint64_t base, const uint32_t *table,
+           Py_ssize_t size, uint32_t *out)
+{
+    switch (itemsize) {
+    case 1: LOOKUP_LOOP(uint8_t)
+    case 2: LOOKUP_LOOP(uint16_t)
+    case 4: LOOKUP_LOOP(uint32_t)
+    default: LOOKUP_LOOP(uint64_t)
+    }
+}
+#undef LOOKUP_LOOP
+
+static PyObject *
+native_mark(PyObject *self, PyObject *args)
+{
+    Py_buffer sbuf, tbuf;
+    int itemsize;
+    unsigned long long base;
+    if (!PyArg_ParseTuple(args, "y*iKw*", &sbuf, &itemsize, &base, &tbuf))
+        return NULL;
+    PyObject *result = NULL;
+    if (check_itemsize(itemsize) < 0)
+        goto done;
+    if (sbuf.len % itemsize) {
+        PyErr_SetString(PyExc_ValueError, "source length is not a multiple of the item size");
+        goto done;
+    }
+    {
+        int beyond;
+        Py_BEGIN_ALLOW_THREADS
+        beyond = mark_any(sbuf.buf, sbuf.len / itemsize, itemsize, base, (unsigned char *)tbuf.buf,
+                          tbuf.len);
+        Py_END_ALLOW_THREADS
+        result = PyBool_FromLong(!beyond);
+    }
+done:
+    PyBuffer_Release(&sbuf);
+    PyBuffer_Release(&tbuf);
+    return result;
+}
+
+static PyObject *
+native_lookup(PyObject *self, PyObject *args)
+{
+    Py_buffer sbuf, tbuf, obuf;
+    int itemsize;
+    unsigned long long base;
+    if (!PyArg_ParseTuple(args, "y*iKy*w*", &sbuf, &itemsize, &base, &tbuf, &obuf))
+        return NULL;
+    PyObject *result = NULL;
+    if (check_itemsize(itemsize) < 0)
+        goto done;
+    if (sbuf.len % itemsize || tbuf.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "source or table length is not a whole number of items");
+        goto done;
+    }
+    Py_ssize_t n = sbuf.len / itemsize;
+    if (obuf.len < n * 4) {
+        PyErr_SetString(PyExc_ValueError, "output is too small for the values");
+        goto done;
+    }
+    if (((uintptr_t)tbuf.buf & 3) || ((uintptr_t)obuf.buf & 3)) {
+        PyErr_SetString(PyExc_ValueError, "table and output must be 4-byte aligned");
+        goto done;
+    }
+    {
+        int beyond;
+        Py_BEGIN_ALLOW_THREADS
+        beyond = lookup_any(sbuf.buf, n, itemsize, base, (const uint32_t *)tbuf.buf, tbuf.len / 4,
+                            (uint32_t *)obuf.buf);
+        Py_END_ALLOW_THREADS
+        result = PyBool_FromLong(!beyond);
+    }
+done:
+    PyBuffer_Release(&sbuf);
+    PyBuffer_Release(&tbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------- unpack */
 
 /* out[i] = base + factor * value_i, in the output's unsigned width (modular). */
@@ -551,6 +679,12 @@ static PyMethodDef native_methods[] = {
     {"unpack", native_unpack, METH_VARARGS,
      "unpack(packed, n, width, out, itemsize, base, factor): out[i] = base + factor * "
      "value_i in out's unsigned width of itemsize bytes."},
+    {"mark", native_mark, METH_VARARGS,
+     "mark(src, itemsize, base, table) -> bool: table[(src - base) mod 2**(8*itemsize)] = 1; "
+     "False when an offset is beyond the table."},
+    {"lookup", native_lookup, METH_VARARGS,
+     "lookup(src, itemsize, base, table_u32, out_u32) -> bool: out = table[src - base]; False "
+     "(out untouched) when an offset is beyond the table."},
     {"minmax", native_minmax, METH_VARARGS,
      "minmax(src, itemsize, signed) -> (min, max) of a non-empty integer buffer."},
     {"decimal_split", native_decimal_split, METH_VARARGS,

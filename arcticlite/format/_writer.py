@@ -791,7 +791,7 @@ class FermionWriter:
                 vslice = None if valid is None else valid[r0:r1]
                 job: Any
                 if validity:
-                    job, w = BitmapPage(vslice, vslice), (r1 - r0) // 8
+                    job, w = BitmapPage(vslice, vslice, g), (r1 - r0) // 8
                 elif node.kind == BINARY and pa.types.is_dictionary(arr.type):
                     whole = cum is None and valid is None  # one page: its value counts are known
                     job = DictBinaryPage(codes[r0:r1], arr.dictionary, d_offs, vslice, g,
@@ -802,9 +802,9 @@ class FermionWriter:
                     job = BinaryPage(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), vslice)
                     w = int(cum[r1] - cum[r0])
                 elif node.kind == BOOL:
-                    job, w = BitmapPage(vals[r0:r1], vslice), (r1 - r0) // 8
+                    job, w = BitmapPage(vals[r0:r1], vslice, g), (r1 - r0) // 8
                 elif node.kind == BYTES:
-                    job = FixedPage(vals[r0 * node.width : r1 * node.width], "", vslice, r1 - r0)
+                    job = FixedPage(vals[r0 * node.width : r1 * node.width], "", vslice, r1 - r0, g)
                     w = (r1 - r0) * node.width
                 else:
                     job = FixedPage(vals[r0:r1], stats, vslice, r1 - r0, g)

@@ -58,16 +58,17 @@ def _nulls(count: int, valid: np.ndarray | None) -> int:
 class BitmapPage:
     """Page job: a bitmap (validity or bool values) packed LSB-first and encoded as uint8."""
 
-    __slots__ = ("bools", "valid")
+    __slots__ = ("bools", "valid", "key")
 
-    def __init__(self, bools: np.ndarray | None, valid: np.ndarray | None) -> None:
+    def __init__(self, bools: np.ndarray | None, valid: np.ndarray | None, key: Any = None) -> None:
         self.bools, self.valid = bools, valid
+        self.key = key  # the stream, for a bulk write's memo of encoding choices
 
     def __call__(self) -> PageOut:
         assert self.bools is not None
         n = len(self.bools)
         packed = np.packbits(self.bools, bitorder="little")
-        return (*_blob(_codec.encode_fixed(packed)), len(packed), n, _nulls(n, self.valid), 0,
+        return (*_blob(_codec.encode_fixed(packed, key=self.key)), len(packed), n, _nulls(n, self.valid), 0,
                 _ZERO16, 0)
 
 

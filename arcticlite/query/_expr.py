@@ -158,9 +158,13 @@ def scalar_type(v: Any) -> pa.DataType:
     raise UserInputException(f"E_INVALID_USER_ARGUMENT unsupported value {v!r} of type {type(v).__name__} in a query")
 
 
-def _wide(v: Any) -> Any:
-    """An int beyond 64 bits compares as a float (every 64-bit value is on one side of it)."""
-    if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**64:
+def _wide(v: Any, other: Val) -> Any:
+    """A scalar int as Arrow compares it with the column ``other``: one above int64 against a
+    uint64 column as a uint64 (exactly); otherwise an int beyond int64 as a float (every
+    64-bit value is on one side of it)."""
+    if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
+        if 0 <= v < 2**64 and other.kind == "column" and pa.types.is_uint64(other.data.type):
+            return pa.scalar(v, pa.uint64())
         return float(v)
     return v
 
@@ -328,8 +332,8 @@ class Evaluator:
             x: Any = _ts_array(a.data) if a.kind == "column" else pa.scalar(ts_ns(a.data), pa.int64())
             y: Any = _ts_array(b.data) if b.kind == "column" else pa.scalar(ts_ns(b.data), pa.int64())
         else:
-            x = a.data if a.kind != "scalar" else _wide(_py_scalar(a.data))
-            y = b.data if b.kind != "scalar" else _wide(_py_scalar(b.data))
+            x = a.data if a.kind != "scalar" else _wide(_py_scalar(a.data), b)
+            y = b.data if b.kind != "scalar" else _wide(_py_scalar(b.data), a)
         out = getattr(pc, _CMP[op])(x, y)
         return Val("bitset", _present(out.fill_null(op == "!="), a, b), text)
 

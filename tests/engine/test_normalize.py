@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import pandas as hpd
 
+from arcticlite import QueryBuilder
 from arcticlite.exceptions import (
     ArcticDbNotYetImplemented,
     ArcticUnsupportedDataTypeException,
@@ -1058,3 +1059,18 @@ def test_hypothesis_series_output_formats(s, fmt):
         assert_same(out, s)
     else:
         assert len(out) == len(s)
+
+
+def test_uint64_column_above_2_63_with_few_values_writes_and_reads(lib):
+    """A long uint64 column whose values lie near the top of the range (ids, hashes) and repeat
+    (so it gets a Bloom filter from its distinct values) is written and read back exactly."""
+    rng = np.random.default_rng(0)
+    top = np.uint64(2**64 - 1_000)
+    df = pd.DataFrame({"id": top + rng.integers(0, 500, 20_000).astype(np.uint64)},
+                      index=pd.date_range("2024-01-01", periods=20_000, freq="s"))
+    lib.write("ids", df)
+    pd.testing.assert_frame_equal(lib.read("ids").data, df, check_freq=False)
+    hit = int(df["id"].iloc[7])
+    q = QueryBuilder()
+    q = q[q["id"] == hit]
+    pd.testing.assert_frame_equal(lib.read("ids", query_builder=q).data, df[df["id"] == hit], check_freq=False)

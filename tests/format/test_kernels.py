@@ -59,7 +59,7 @@ def test_frame_of_reference_packs_every_integer_width(numpy_only, dtype: str) ->
         got = bp.pack_offsets(vals, base, width)
         want = numpy_only(bp.pack_offsets, vals, base, width)
         assert np.array_equal(got, want)
-    assert sel.min_max(vals) == (int(vals.min()), int(vals.max()))
+    assert _kernels.min_max(vals) == (int(vals.min()), int(vals.max()))
 
 
 @pytest.mark.parametrize("out_dtype", ["u1", "u2", "u4", "u8"])
@@ -137,3 +137,28 @@ def test_frame_of_reference_blobs_match_in_every_layout(numpy_only, dtype: str) 
             assert got == want, (step, mode)
             assert np.array_equal(decode_fixed(got, vals.dtype, len(vals)), vals), (step, mode)
             assert np.array_equal(numpy_only(decode_fixed, got, vals.dtype, len(vals)), vals)
+
+
+@pytest.mark.parametrize("dtype", ["i1", "u1", "i2", "i4", "u4", "i8", "u8"])
+def test_small_range_dictionaries_match(numpy_only, dtype: str) -> None:
+    """A small-range integer page's sorted distinct values and codes, and a Bloom filter's
+    distinct values, are the same with the kernels and without; a value outside the range a
+    caller gives is refused, not written past the table."""
+    import pyarrow as pa
+
+    from arcticlite.format import _bloom
+
+    rng = np.random.default_rng(4)
+    info = np.iinfo(dtype)
+    lo = max(info.min, -300) if info.min < 0 else info.max - 300 if dtype == "u8" else 0
+    vals = rng.integers(0, 250, 50_000).astype(dtype) + np.array(lo).astype(dtype)
+    got, want = sel.dictionary(vals), numpy_only(sel.dictionary, vals)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert np.array_equal(got[0][got[1]], vals)
+    col = pa.array(vals)
+    assert _bloom._small_range_distinct(col).equals(numpy_only(_bloom._small_range_distinct, col))
+    mn = int(vals.min())
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.presence(vals, mn, 10)
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.codes_in_range(vals, mn, np.zeros(10, dtype=np.uint32))
