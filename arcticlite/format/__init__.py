@@ -34,6 +34,7 @@ from arcticlite.format._alloc import (
 from arcticlite.format._enc_gather import search_arithmetic
 from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
+from arcticlite.format._kernels import factorize_words, native_enabled
 from arcticlite.format._layout import DEFAULT_PAGE_SIZE, VERSION_MAJOR, VERSION_MINOR
 from arcticlite.format._objects import FAST as OBJECTS_BY_POINTER
 from arcticlite.format._objects import Labels, object_array
@@ -59,9 +60,11 @@ __all__ = [
     "decode_into",
     "empty",
     "encode",
+    "factorize_words",
     "from_parquet",
     "intersect_intervals",
     "merge_intervals",
+    "native_enabled",
     "object_array",
     "object_words",
     "populate",

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["NATIVE", "codes_in_range", "min_max", "native_enabled", "presence"]
+__all__ = ["NATIVE", "codes_in_range", "factorize_words", "min_max", "native_enabled", "presence"]
 
 
 def _load() -> ModuleType | None:
@@ -78,6 +78,26 @@ def codes_in_range(x: np.ndarray, lo: int, table: np.ndarray) -> np.ndarray:
             raise ValueError(f"a value lies outside {lo} .. {lo + len(table) - 1}")
         return out
     return table[_offsets(x, lo)].astype(np.uint32, copy=False)
+
+
+def factorize_words(words: np.ndarray, max_uniques: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(codes, uniques)`` of the 8-byte words ``words`` (``int64``/``uint64``, e.g. object
+    addresses): ``int32`` codes by order of first appearance, as ``pandas.factorize`` gives;
+    None when there are more than ``max_uniques`` distinct words."""
+    native = NATIVE
+    if native is not None and words.flags.c_contiguous and words.flags.aligned:
+        codes = np.empty(len(words), dtype=np.int32)
+        uniques = np.empty(max(0, min(max_uniques, len(words))), dtype=np.uint64)
+        got = native.factorize(words, codes, uniques)
+        if got < 0:
+            return None
+        return codes, uniques[:got].view(words.dtype)
+    import pandas as pd  # (only the fallback needs it)
+
+    where, uniq = pd.factorize(words)
+    if len(uniq) > max_uniques:
+        return None
+    return where.astype(np.int32), uniq
 
 
 _MASK64 = (1 << 64) - 1

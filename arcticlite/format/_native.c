@@ -389,6 +389,104 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------- word factorization */
+
+/* codes[i] = the index of src[i] among the distinct words in order of first appearance;
+ * uniques receives those words. Returns the number of distinct words, or -1 when there are
+ * more than max_uniques (codes and uniques are then partial), -2 when memory runs out. */
+static Py_ssize_t
+factorize_words(const uint64_t *src, Py_ssize_t n, int32_t *codes, uint64_t *uniques,
+                Py_ssize_t max_uniques)
+{
+    size_t cap = 1024, mask = cap - 1;
+    int32_t *slots = (int32_t *)malloc(cap * sizeof(int32_t));
+    if (!slots)
+        return -2;
+    memset(slots, 0xff, cap * sizeof(int32_t));
+    Py_ssize_t count = 0;
+    uint64_t last = 0;
+    int32_t last_code = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t k = src[i];
+        if (k == last && last_code >= 0) { /* runs of one value: no lookup */
+            codes[i] = last_code;
+            continue;
+        }
+        size_t h = (size_t)((k >> 3) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+        int32_t c;
+        for (;;) {
+            c = slots[h];
+            if (c < 0 || uniques[c] == k)
+                break;
+            h = (h + 1) & mask;
+        }
+        if (c < 0) {
+            if (count == max_uniques) {
+                free(slots);
+                return -1;
+            }
+            c = (int32_t)count;
+            uniques[count++] = k;
+            slots[h] = c;
+            if ((size_t)count * 2 > cap) { /* grow: re-insert the distinct words */
+                free(slots);
+                cap *= 4;
+                mask = cap - 1;
+                slots = (int32_t *)malloc(cap * sizeof(int32_t));
+                if (!slots)
+                    return -2;
+                memset(slots, 0xff, cap * sizeof(int32_t));
+                for (Py_ssize_t u = 0; u < count; u++) {
+                    size_t g = (size_t)((uniques[u] >> 3) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+                    while (slots[g] >= 0)
+                        g = (g + 1) & mask;
+                    slots[g] = (int32_t)u;
+                }
+            }
+        }
+        codes[i] = c;
+        last = k;
+        last_code = c;
+    }
+    free(slots);
+    return count;
+}
+
+static PyObject *
+native_factorize(PyObject *self, PyObject *args)
+{
+    Py_buffer sbuf, cbuf, ubuf;
+    if (!PyArg_ParseTuple(args, "y*w*w*", &sbuf, &cbuf, &ubuf))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = sbuf.len / 8;
+    if (sbuf.len % 8 || cbuf.len < n * 4 || ubuf.len % 8 || ubuf.len / 8 > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "factorize takes 8-byte words, an int32 output of the "
+                        "same length and a uint64 output for the distinct words");
+        goto done;
+    }
+    if (((uintptr_t)sbuf.buf & 7) || ((uintptr_t)cbuf.buf & 3) || ((uintptr_t)ubuf.buf & 7)) {
+        PyErr_SetString(PyExc_ValueError, "factorize buffers must be aligned");
+        goto done;
+    }
+    {
+        Py_ssize_t got;
+        Py_BEGIN_ALLOW_THREADS
+        got = factorize_words((const uint64_t *)sbuf.buf, n, (int32_t *)cbuf.buf,
+                              (uint64_t *)ubuf.buf, ubuf.len / 8);
+        Py_END_ALLOW_THREADS
+        if (got == -2)
+            PyErr_NoMemory();
+        else
+            result = PyLong_FromSsize_t(got);
+    }
+done:
+    PyBuffer_Release(&sbuf);
+    PyBuffer_Release(&cbuf);
+    PyBuffer_Release(&ubuf);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------- unpack */
 
 /* out[i] = base + factor * value_i, in the output's unsigned width (modular). */
@@ -685,6 +783,9 @@ static PyMethodDef native_methods[] = {
     {"lookup", native_lookup, METH_VARARGS,
      "lookup(src, itemsize, base, table_u32, out_u32) -> bool: out = table[src - base]; False "
      "(out untouched) when an offset is beyond the table."},
+    {"factorize", native_factorize, METH_VARARGS,
+     "factorize(words, codes_i32, uniques_u64) -> count: codes of 8-byte words by first "
+     "appearance; -1 when there are more distinct words than uniques holds."},
     {"minmax", native_minmax, METH_VARARGS,
      "minmax(src, itemsize, signed) -> (min, max) of a non-empty integer buffer."},
     {"decimal_split", native_decimal_split, METH_VARARGS,

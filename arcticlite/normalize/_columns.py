@@ -41,6 +41,7 @@ import pyarrow as pa
 from pandas.api.types import infer_dtype
 
 from arcticlite.exceptions import ArcticDbNotYetImplemented
+from arcticlite.format import factorize_words
 
 __all__ = [
     "DICTIONARY_VALUES",
@@ -279,9 +280,10 @@ def few_strings_as_dictionary(arr: np.ndarray) -> pa.DictionaryArray | None:
     sample = addresses[:: max(1, n // _DICTIONARY_SAMPLE)]
     if len(pd.unique(sample)) > len(sample) // 2:  # many distinct objects: not worth it
         return None
-    where, uniq = pd.factorize(addresses)  # hashing, in C
-    if len(uniq) * DICTIONARY_MAX_SHARE > n:
+    got = factorize_words(addresses, n // DICTIONARY_MAX_SHARE)  # hashing, in C
+    if got is None:
         return None
+    where, uniq = got
     objs = [ctypes.cast(int(a), ctypes.py_object).value for a in uniq.tolist()]
     if any(type(o) is not str for o in objs):
         return None
@@ -291,9 +293,10 @@ def few_strings_as_dictionary(arr: np.ndarray) -> pa.DictionaryArray | None:
         return None
     # equal strings held by different objects share one code
     string_codes, distinct = pd.factorize(np.array(objs, dtype=object))
+    codes = where
     if len(distinct) != len(objs):
         values = pa.array(distinct, type=pa.string())
-    codes = string_codes.astype(np.int32)[where]
+        codes = string_codes.astype(np.int32)[where]
     return pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()), values)
 
 

@@ -162,3 +162,21 @@ def test_small_range_dictionaries_match(numpy_only, dtype: str) -> None:
         _kernels.presence(vals, mn, 10)
     with pytest.raises(ValueError, match="outside"):
         _kernels.codes_in_range(vals, mn, np.zeros(10, dtype=np.uint32))
+
+
+def test_word_factorization_matches_pandas(numpy_only) -> None:
+    """Codes by first appearance and the distinct words, as pandas.factorize gives them; too
+    many distinct words is None either way (the many-label path takes over)."""
+    rng = np.random.default_rng(6)
+    for words in (rng.choice(np.array([0, 7, 2**63 + 5, 2**64 - 1], dtype=np.uint64), 70_000),
+                  rng.integers(0, 3_000, 200_000).astype(np.int64) * 16 + 140_000_000_000,
+                  np.repeat(np.arange(50, dtype=np.int64), 1_000),
+                  np.zeros(0, dtype=np.int64)):
+        got = fermion.factorize_words(words, 5_000)
+        want = numpy_only(fermion.factorize_words, words, 5_000)
+        assert got is not None and want is not None
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        assert np.array_equal(got[1][got[0]], words)
+    many = np.arange(10_000, dtype=np.int64)
+    assert fermion.factorize_words(many, 9_999) is None
+    assert numpy_only(fermion.factorize_words, many, 9_999) is None
