@@ -117,6 +117,7 @@ from arcticlite.table import (
     verify_library,
 )
 from arcticlite.version import (
+    READING,
     LibraryKeys,
     Snapshots,
     SymbolList,
@@ -1055,7 +1056,12 @@ class Library:
                                                    row_range=row_range, columns=columns,
                                                    query_builder=query_builder, output_format=output_format))
         strings = self._strings(arrow_string_format_default, arrow_string_format_per_column)
-        rec = self._resolve(sym, as_of)
+        # the latest version is read: its index root may be fetched while the version resolves
+        reading = READING.set(as_of is None)
+        try:
+            rec = self._resolve(sym, as_of)
+        finally:
+            READING.reset(reading)
         data = self._read_data(sym, rec, date_range=date_range, row_range=row_range, columns=columns,
                                output_format=output_format, query_builder=query_builder, strings=strings)
         return self._item(sym, rec, data)

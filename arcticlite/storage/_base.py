@@ -45,6 +45,12 @@ class KVStore(abc.ABC):
         """
         return [self.read(k) for k in keys]
 
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """A hint that ``keys`` (immutable values: never overwritten) will be read soon: a
+        backend with request latency starts fetching them, and the next :meth:`read` of one
+        takes the fetched value. The default does nothing."""
+        del keys  # a store without request latency reads them when asked
+
     def read_if_exists(self, key: str) -> Buffer | None:
         """Return the value, or ``None`` when the key is absent."""
         try:

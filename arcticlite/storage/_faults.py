@@ -58,6 +58,9 @@ class WrappingStore(KVStore):
     def read_many(self, keys: Sequence[str]) -> list[Buffer]:
         return self._op("read_many", f"{len(keys)} keys", lambda: self.inner.read_many(keys))
 
+    def prefetch(self, keys: Sequence[str]) -> None:
+        self.inner.prefetch(keys)
+
     def exists(self, key: str) -> bool:
         return self._op("exists", key, lambda: self.inner.exists(key))
 

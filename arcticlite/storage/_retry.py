@@ -115,6 +115,9 @@ class RetryingStore(KVStore):
     def read_many(self, keys: Sequence[str]) -> list[Buffer]:
         return self._retry(lambda: self.inner.read_many(keys))
 
+    def prefetch(self, keys: Sequence[str]) -> None:
+        self.inner.prefetch(keys)
+
     def exists(self, key: str) -> bool:
         return self._retry(lambda: self.inner.exists(key))
 

@@ -65,6 +65,8 @@ _RETRY_CODES = frozenset(
     }
 )
 _MAX_KEY_BYTES = 1024
+#: Prefetched values kept for a later read (see ``S3Store.prefetch``).
+_AHEAD_MAX = 32
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _DENIED_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"})
 
@@ -168,6 +170,8 @@ class S3Store(KVStore):
         self._injected = client
         self._client: Any = client
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        #: GETs started by :meth:`prefetch`, not yet claimed by a read (insertion order)
+        self._ahead: dict[str, concurrent.futures.Future[bytes]] = {}
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._closed = False
@@ -201,6 +205,7 @@ class S3Store(KVStore):
                 if self._pid != os.getpid():
                     self._client = self._injected if self._injected is not None else None
                     self._pool = None
+                    self._ahead = {}
                     self._lock = threading.Lock()
                     self._pid = os.getpid()
 
@@ -352,8 +357,31 @@ class S3Store(KVStore):
         return code in _MISSING_CODES or status == 404
 
     # -- reads ---------------------------------------------------------------------------------
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Start GETs of ``keys`` (immutable values) in the pool; the next :meth:`read` of one
+        takes its result (a failed fetch is simply read again). At most :data:`_AHEAD_MAX`
+        fetches are kept: the oldest unclaimed ones are forgotten."""
+        pool = self._executor()
+        with self._lock:
+            for key in keys:
+                if key not in self._ahead:
+                    self._ahead[key] = pool.submit(self._get, key)
+            while len(self._ahead) > _AHEAD_MAX:
+                self._ahead.pop(next(iter(self._ahead)))
+
     def read(self, key: str) -> bytes:
-        """Return the value of ``key`` (one GET)."""
+        """Return the value of ``key`` (one GET, or the one :meth:`prefetch` started)."""
+        if self._ahead:
+            with self._lock:
+                ahead = self._ahead.pop(key, None)
+            if ahead is not None:
+                try:
+                    return ahead.result()
+                except Exception:  # read it again below: that read reports what is wrong
+                    pass
+        return self._get(key)
+
+    def _get(self, key: str) -> bytes:
         _, _, bexc = _boto()
         path = self._path(key)
 
@@ -587,6 +615,7 @@ class S3Store(KVStore):
         """Shut the thread pool down; the store must not be used afterwards."""
         with self._lock:
             pool, self._pool = self._pool, None
+            self._ahead = {}
             self._closed = True
         if pool is not None and self._pid == os.getpid():
             pool.shutdown(wait=True)

@@ -3,7 +3,7 @@ and the rules of a version chain (tombstones, prune, snapshots)."""
 
 from arcticlite.version import _chain as chain
 from arcticlite.version._chain import Builder
-from arcticlite.version._engine import VersionEngine, pid_token
+from arcticlite.version._engine import READING, VersionEngine, pid_token
 from arcticlite.version._keys import (
     DELETING_PREFIX,
     REGISTRY_PREFIX,
@@ -27,6 +27,7 @@ from arcticlite.version._symbol_list import SymbolList
 __all__ = [
     "DELETING_PREFIX",
     "MAX_METADATA_BYTES",
+    "READING",
     "REGISTRY_PREFIX",
     "Builder",
     "LibraryKeys",

@@ -9,6 +9,7 @@ head and rebuilds its record (appends and updates rebase; their data segments ar
 
 from __future__ import annotations
 
+import contextvars
 import os
 import random
 import time
@@ -31,6 +32,10 @@ from arcticlite.storage import KVStore
 from arcticlite.version._chain import Builder
 from arcticlite.version._keys import LibraryKeys
 from arcticlite.version._records import VersionRecord, add_ranges, parse_ref, ref_bytes, seq_of_vid
+
+#: True while a read resolves the version it reads (``Library.read``): the head's index root is
+#: then fetched alongside the probe for a newer record on stores whose refs are hints (S3).
+READING: contextvars.ContextVar[bool] = contextvars.ContextVar("arcticlite_reading", default=False)
 
 MAX_COMMIT_ATTEMPTS = 64
 
@@ -103,6 +108,10 @@ class VersionEngine:
                     f"store is corrupt (storage key {self.keys.ref(sym)!r} in {self.store!r}); restore it from a backup")
             return raw, rec  # the ref moved in the commit transaction: it is exact
         seq = -1 if rec is None else rec.seq
+        if rec is not None and READING.get() and rec.index is not None and rec.index.digest is not None:
+            # a read will want the head's index root next: fetch it while the probe below
+            # looks for a newer record (one round trip instead of two when there is none)
+            self.store.prefetch([self.keys.tindex(sym, rec.index.digest)])
         while True:  # the ref is a hint: follow it forward
             nxt = self.read_record(sym, seq + 1)
             if nxt is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -339,3 +340,42 @@ def test_transport_checksums_only_when_required_or_asked(s3_server: S3TestServer
     finally:
         if setting is not None:
             config.set_config_int("S3Storage.TransportChecksums", 0)
+
+
+def test_a_read_of_the_latest_version_fetches_its_index_with_the_newer_record_probe(
+        s3_server: S3TestServer) -> None:
+    """On S3 the ref is a hint, so a read looks for a record newer than it; the head's index
+    root is fetched at the same time (prefetch), and the read takes that fetch. Values come back
+    right; a read of an older version fetches nothing ahead; a prefetched key that is missing
+    is reported missing; a fetch that was not kept is simply read again."""
+    import pandas as pd
+
+    import arcticlite
+
+    bucket = s3_server.make_bucket()
+    lib = arcticlite.Arctic(s3_server.uri(bucket)).create_library("lib")
+    df0 = pd.DataFrame({"x": [1, 2, 3]})
+    df1 = pd.DataFrame({"x": [4, 5]})
+    lib.write("s", df0)
+    lib.write("s", df1)
+    store = lib._store
+    seen: list[str] = []
+    inner_prefetch = type(store).prefetch
+
+    def spy(self: Any, keys: Any) -> None:
+        seen.extend(keys)
+        inner_prefetch(self, keys)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(type(store), "prefetch", spy)
+        pd.testing.assert_frame_equal(lib.read("s").data, df1)
+        assert len(seen) == 1 and "/tindex/" in seen[0]
+        pd.testing.assert_frame_equal(lib.read("s", as_of=0).data, df0)
+        assert len(seen) == 1  # an older version: nothing fetched ahead
+    with open_store(s3_server.uri(bucket)) as raw:
+        raw.prefetch(["nowhere/a"])
+        with pytest.raises(KeyNotFoundException):
+            raw.read("nowhere/a")
+        raw.write("lib/imm", b"v")
+        raw.prefetch(["lib/imm"] + [f"lib/missing{i}" for i in range(40)])  # more than are kept
+        assert bytes(raw.read("lib/imm")) == b"v"
