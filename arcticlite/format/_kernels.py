@@ -17,7 +17,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["NATIVE", "codes_in_range", "factorize_words", "min_max", "native_enabled", "presence"]
+__all__ = ["NATIVE", "byte_cuts", "codes_in_range", "factorize_words", "min_max", "native_enabled", "presence"]
 
 
 def _load() -> ModuleType | None:
@@ -98,6 +98,21 @@ def factorize_words(words: np.ndarray, max_uniques: int) -> tuple[np.ndarray, np
     if len(uniq) > max_uniques:
         return None
     return where.astype(np.int32), uniq
+
+
+def byte_cuts(codes: np.ndarray, lens: np.ndarray, page_size: int, per_page: int) -> list[int] | None:
+    """Page boundaries ``[0, ..., n]`` of dictionary ``codes`` whose values are ``lens[code]``
+    bytes long: a page ends before the row that would take it past ``page_size`` bytes (at
+    least one row a page) or at ``per_page`` rows. None without the native kernels (the caller
+    cuts by cumulative lengths)."""
+    native = NATIVE
+    if native is None or codes.dtype.itemsize != 4 or codes.dtype.kind not in "iu":
+        return None
+    codes = np.ascontiguousarray(codes).view(np.uint32)
+    lens = np.ascontiguousarray(lens, dtype=np.int64)
+    out = np.empty(len(codes) + 1, dtype=np.int64)
+    k = native.byte_cuts(codes, lens, page_size, max(1, per_page), out)
+    return out[:k].tolist()
 
 
 _MASK64 = (1 << 64) - 1

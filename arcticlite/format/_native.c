@@ -487,6 +487,73 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ pages cut by bytes */
+
+/* Page boundaries of n dictionary codes whose values have the byte lengths lens[code]: a page
+ * ends before the row that would take its bytes past page_size (a page holds at least one row)
+ * or at per_page rows. cuts receives 0, ..., n; returns the number of cuts, -1 for a code
+ * beyond lens. */
+KERNEL static Py_ssize_t
+byte_cuts(const uint32_t *codes, Py_ssize_t n, const int64_t *lens, Py_ssize_t nlens,
+          int64_t page_size, Py_ssize_t per_page, int64_t *cuts)
+{
+    Py_ssize_t k = 0, pos = 0;
+    int64_t acc = 0;
+    cuts[k++] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t c = codes[i];
+        if ((Py_ssize_t)c >= nlens)
+            return -1;
+        int64_t len = lens[c];
+        if (i > pos && (i - pos >= per_page || acc + len > page_size)) {
+            cuts[k++] = i;
+            pos = i;
+            acc = 0;
+        }
+        acc += len;
+    }
+    if (n > 0)
+        cuts[k++] = n;
+    return k;
+}
+
+static PyObject *
+native_byte_cuts(PyObject *self, PyObject *args)
+{
+    Py_buffer cbuf, lbuf, obuf;
+    long long page_size;
+    Py_ssize_t per_page;
+    if (!PyArg_ParseTuple(args, "y*y*Lnw*", &cbuf, &lbuf, &page_size, &per_page, &obuf))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = cbuf.len / 4;
+    if (cbuf.len % 4 || lbuf.len % 8 || obuf.len < (n + 1) * 8 || per_page < 1) {
+        PyErr_SetString(PyExc_ValueError, "byte_cuts takes uint32 codes, int64 lengths, and an "
+                        "int64 output of n + 1 entries");
+        goto done;
+    }
+    if (((uintptr_t)cbuf.buf & 3) || ((uintptr_t)lbuf.buf & 7) || ((uintptr_t)obuf.buf & 7)) {
+        PyErr_SetString(PyExc_ValueError, "byte_cuts buffers must be aligned");
+        goto done;
+    }
+    {
+        Py_ssize_t k;
+        Py_BEGIN_ALLOW_THREADS
+        k = byte_cuts((const uint32_t *)cbuf.buf, n, (const int64_t *)lbuf.buf, lbuf.len / 8,
+                      page_size, per_page, (int64_t *)obuf.buf);
+        Py_END_ALLOW_THREADS
+        if (k < 0)
+            PyErr_SetString(PyExc_ValueError, "a code is beyond the dictionary");
+        else
+            result = PyLong_FromSsize_t(k);
+    }
+done:
+    PyBuffer_Release(&cbuf);
+    PyBuffer_Release(&lbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------- unpack */
 
 /* out[i] = base + factor * value_i, in the output's unsigned width (modular). */
@@ -786,6 +853,9 @@ static PyMethodDef native_methods[] = {
     {"factorize", native_factorize, METH_VARARGS,
      "factorize(words, codes_i32, uniques_u64) -> count: codes of 8-byte words by first "
      "appearance; -1 when there are more distinct words than uniques holds."},
+    {"byte_cuts", native_byte_cuts, METH_VARARGS,
+     "byte_cuts(codes_u32, lens_i64, page_size, per_page, cuts_i64) -> count: page boundaries "
+     "of dictionary codes by their values' bytes."},
     {"minmax", native_minmax, METH_VARARGS,
      "minmax(src, itemsize, signed) -> (min, max) of a non-empty integer buffer."},
     {"decimal_split", native_decimal_split, METH_VARARGS,

@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from arcticlite.exceptions import SchemaException, UserInputException
-from arcticlite.format import _bloom
+from arcticlite.format import _bloom, _kernels
 from arcticlite.format import _layout as L
 from arcticlite.format._enc_policy import POLICIES, REUSE, SIZE, dictionary_key, run_with
 from arcticlite.format._encodings import incompressible_many
@@ -737,6 +737,7 @@ class FermionWriter:
         off = arr.offset
         bufs = arr.buffers()
         cum = None
+        fast: list[int] | None = None  # page cuts made by the native kernel
         if node.kind == FIXED:
             assert node.dtype is not None
             vals = _values(bufs[1], node.dtype, off, n)
@@ -758,11 +759,14 @@ class FermionWriter:
             d_offs = _dictionary_offsets(arr.dictionary)
             d_lens = np.diff(d_offs)
             per_page = max(8, ps // 4)
-            counts = np.bincount(codes, minlength=len(d_lens))
-            if n > per_page or int(counts @ d_lens) > ps:  # several pages: cut by the values' bytes
-                cum = np.concatenate([[0], np.cumsum(d_lens[codes])])
+            fast = None if allowed is not None else _kernels.byte_cuts(codes, d_lens, ps, per_page)
+            if fast is not None:  # cut in one pass; each page's value counts from its own codes
+                page_counts = {(a, b): np.bincount(codes[a:b], minlength=len(d_lens))
+                               for a, b in itertools.pairwise(fast)}
             else:
-                cum = None
+                counts = np.bincount(codes, minlength=len(d_lens))
+                if n > per_page or int(counts @ d_lens) > ps:  # several pages: cut by the values' bytes
+                    cum = np.concatenate([[0], np.cumsum(d_lens[codes])])
         elif node.kind == BINARY:
             odt = np.dtype(np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32)
             offs = _values(bufs[1], odt, off, n + 1)
@@ -776,7 +780,7 @@ class FermionWriter:
             per_page = ps // node.dtype.itemsize
         else:  # STRUCT, FSL: validity only
             per_page = ps * 8
-        cuts = _cuts(n, per_page, cum, ps, allowed)
+        cuts = fast if fast is not None else _cuts(n, per_page, cum, ps, allowed)
         if valid is not None and node.kind in (FIXED, DICT):
             vals = _ffill(vals, valid)
         # ---- page jobs
@@ -793,10 +797,15 @@ class FermionWriter:
                 if validity:
                     job, w = BitmapPage(vslice, vslice, g), (r1 - r0) // 8
                 elif node.kind == BINARY and pa.types.is_dictionary(arr.type):
-                    whole = cum is None and valid is None  # one page: its value counts are known
+                    known: np.ndarray | None
+                    if fast is not None:
+                        known = page_counts[(r0, r1)]
+                        w = int(known @ d_lens)
+                    else:  # one page: its value counts are the segment's
+                        known = counts if cum is None else None
+                        w = int(counts @ d_lens) if cum is None else int(cum[r1] - cum[r0])
                     job = DictBinaryPage(codes[r0:r1], arr.dictionary, d_offs, vslice, g,
-                                         counts if whole else None)
-                    w = int(counts @ d_lens) if cum is None else int(cum[r1] - cum[r0])
+                                         known if valid is None else None)
                 elif node.kind == BINARY:
                     assert cum is not None
                     job = BinaryPage(offs[r0 : r1 + 1], data, arr.slice(r0, r1 - r0), vslice)
