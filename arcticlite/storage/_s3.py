@@ -65,6 +65,15 @@ _RETRY_CODES = frozenset(
     }
 )
 _MAX_KEY_BYTES = 1024
+def _drop_last_modified(response_dict: dict[str, Any] | None = None, **_: Any) -> None:
+    """botocore hook: remove a GET response's ``Last-Modified`` header before it is parsed
+    (arcticlite reads the body only; botocore parses that date with dateutil, slowly)."""
+    headers = response_dict.get("headers") if response_dict else None
+    if headers is not None:
+        headers.pop("last-modified", None)
+        headers.pop("Last-Modified", None)
+
+
 #: Prefetched values kept for a later read (see ``S3Store.prefetch``).
 _AHEAD_MAX = 32
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
@@ -245,7 +254,10 @@ class S3Store(KVStore):
                     kwargs["verify"] = self._verify
                 if self._credentials is not None:
                     kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = self._credentials
-                self._client = session.client("s3", **kwargs)
+                client = session.client("s3", **kwargs)
+                # a GET's Last-Modified (parsed by dateutil: ~0.2 ms of CPU a request) is not used
+                client.meta.events.register("before-parse.s3.GetObject", _drop_last_modified)
+                self._client = client
             return self._client
 
     def _executor(self) -> concurrent.futures.ThreadPoolExecutor:

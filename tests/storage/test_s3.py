@@ -379,3 +379,22 @@ def test_a_read_of_the_latest_version_fetches_its_index_with_the_newer_record_pr
         raw.write("lib/imm", b"v")
         raw.prefetch(["lib/imm"] + [f"lib/missing{i}" for i in range(40)])  # more than are kept
         assert bytes(raw.read("lib/imm")) == b"v"
+
+
+def test_reads_do_not_parse_the_last_modified_date(s3_server: S3TestServer) -> None:
+    """A GET's Last-Modified header is dropped before botocore parses it (arcticlite reads the
+    body only; the date parsing was ~0.2 ms of CPU a request): values read as before, and the
+    listing (which keeps its own fields) still gives keys and sizes."""
+    import dateutil.parser
+
+    bucket = s3_server.make_bucket()
+    with open_store(s3_server.uri(bucket)) as store:
+        store.write("lib/a", b"abc")
+        with pytest.MonkeyPatch.context() as m:
+            def refuse(*_a: Any, **_k: Any) -> Any:
+                raise AssertionError("a read parsed a date")
+            m.setattr(dateutil.parser, "parse", refuse)
+            m.setattr(dateutil.parser.parser, "parse", refuse)
+            assert bytes(store.read("lib/a")) == b"abc"
+            assert store.read_if_exists("lib/none") is None
+        assert list(store.list_sizes("lib/")) == [("lib/a", 3)]
