@@ -9,9 +9,11 @@ head and rebuilds its record (appends and updates rebase; their data segments ar
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextvars
 import os
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -227,6 +229,11 @@ class VersionEngine:
                 "this S3 endpoint ignores If-None-Match, so concurrent commits could overwrite each "
                 "other; use an endpoint with conditional writes (AWS S3, recent MinIO)"
             )
+        # on a store without atomic commits the keys the record refers to are written before
+        # the commit point: start them now, while the head is read (they do not depend on it)
+        # (``build`` may add more: those are written at the commit point)
+        early_keys = dict(extra) if extra and not self.store.atomic_commit else {}
+        early = _side().submit(self.store.write_many, early_keys) if early_keys else None
         for attempt in range(MAX_COMMIT_ATTEMPTS):
             raw_ref, head = self._head(sym)
             seq = 0 if head is None else head.seq + 1
@@ -255,13 +262,20 @@ class VersionEngine:
                     return rec
             else:
                 intents = self.journal_intent(sym, head, rec) if journal and self.journal_intent else {}
-                if extra or intents:
+                if early is not None:
+                    rest = {k: v for k, v in (extra or {}).items() if k not in early_keys}
+                    if rest or intents:
+                        self.store.write_many({**rest, **intents})
+                    early.result()  # the record's keys are in place before the commit point
+                    early = None
+                elif extra or intents:
                     self.store.write_many({**(extra or {}), **intents})
                 if self._create_version(vkey, body):
                     # committed: what follows only tidies up, and must not make the caller
                     # believe the commit failed (a stale ref is a hint; an intent left behind
-                    # stands for its journal entry, readers confirm it)
-                    self._advance_ref(sym, raw_ref, rec)
+                    # stands for its journal entry, readers confirm it). The ref moves while
+                    # the journal entry is written; the intent goes once the entry is there.
+                    ref = _side().submit(self._advance_ref, sym, raw_ref, rec)
                     try:
                         if journal:
                             self.store.write_many(journal)
@@ -269,6 +283,7 @@ class VersionEngine:
                             self.store.delete(list(intents))
                     except StorageException:
                         pass
+                    ref.result()
                     return rec
                 if intents:
                     self.store.delete(list(intents))
@@ -332,6 +347,25 @@ class VersionEngine:
         raw, head = self._head(sym)
         if head is not None:
             self._advance_ref(sym, raw, head)
+
+
+_SIDE: tuple[int, concurrent.futures.ThreadPoolExecutor] | None = None
+_SIDE_LOCK = threading.Lock()
+
+
+def _side() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads for the requests of a commit that run beside the committing thread (S3: the
+    index nodes while the head is read, the ref while the journal entry is written); one pool
+    per process (a forked child makes its own)."""
+    global _SIDE
+    side = _SIDE
+    if side is None or side[0] != os.getpid():
+        with _SIDE_LOCK:
+            side = _SIDE
+            if side is None or side[0] != os.getpid():
+                side = _SIDE = (os.getpid(), concurrent.futures.ThreadPoolExecutor(
+                    max_workers=4, thread_name_prefix="arcticlite-commit"))
+    return side[1]
 
 
 def _ids(head: VersionRecord | None, rec: VersionRecord, seq: int) -> dict[str, Any]:
