@@ -217,7 +217,9 @@ class VersionEngine:
         """Commit the record ``build(head, seq)`` as the next version of ``sym``.
 
         ``build`` is called again with the new head whenever another writer wins the race;
-        it may raise to abort (nothing is then written). Safe with any number of concurrent
+        it may raise to abort (nothing is then committed; on a store without atomic commits the
+        keys ``extra`` held before the call may already be written, unreferenced, like the
+        segments written before it: garbage collection removes them). Safe with any number of concurrent
         writers: each successful call lands in exactly one version. With ``prune``, the new
         (data) version also marks every earlier version dead, in the same commit. ``extra``
         holds keys the record refers to (e.g. index nodes ``build`` wrote into it): they are
