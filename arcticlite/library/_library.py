@@ -391,6 +391,15 @@ class Library:
     def _resolve(self, sym: str, as_of: Any, *, missing: type[Exception] = NoSuchVersionException) -> VersionRecord:
         return resolve(self._engine, self._snapshots, sym, as_of, missing=missing)
 
+    def _resolve_to_read(self, sym: str, as_of: Any) -> VersionRecord:
+        """:meth:`_resolve` for a read of the version's data: when that is the latest version,
+        its index root may be fetched while the version resolves (S3: ``KVStore.prefetch``)."""
+        reading = READING.set(as_of is None)
+        try:
+            return self._resolve(sym, as_of)
+        finally:
+            READING.reset(reading)
+
     def _index_range(self, date_range: Any) -> tuple[int, int] | None:
         if date_range is None:
             return None
@@ -1056,12 +1065,7 @@ class Library:
                                                    row_range=row_range, columns=columns,
                                                    query_builder=query_builder, output_format=output_format))
         strings = self._strings(arrow_string_format_default, arrow_string_format_per_column)
-        # the latest version is read: its index root may be fetched while the version resolves
-        reading = READING.set(as_of is None)
-        try:
-            rec = self._resolve(sym, as_of)
-        finally:
-            READING.reset(reading)
+        rec = self._resolve_to_read(sym, as_of)
         data = self._read_data(sym, rec, date_range=date_range, row_range=row_range, columns=columns,
                                output_format=output_format, query_builder=query_builder, strings=strings)
         return self._item(sym, rec, data)
@@ -1236,7 +1240,7 @@ class Library:
         if lazy:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
                                                    output_format=output_format)).head(n)
-        rec = self._resolve(sym, as_of)
+        rec = self._resolve_to_read(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
         n = args.count(n, "n")
         rr = (0, n) if n >= 0 else (0, max(0, total + n))
@@ -1284,7 +1288,7 @@ class Library:
         if lazy:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
                                                    output_format=output_format)).tail(n)
-        rec = self._resolve(sym, as_of)
+        rec = self._resolve_to_read(sym, as_of)
         total = rec.index.rows if rec.index is not None else 0
         n = args.count(n, "n")
         rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)

@@ -372,6 +372,8 @@ def test_a_read_of_the_latest_version_fetches_its_index_with_the_newer_record_pr
         assert len(seen) == 1 and "/tindex/" in seen[0]
         pd.testing.assert_frame_equal(lib.read("s", as_of=0).data, df0)
         assert len(seen) == 1  # an older version: nothing fetched ahead
+        assert lib.tail("s", 1).data["x"].tolist() == [5]
+        assert len(seen) == 2 and seen[1] == seen[0]  # head / tail read the latest index too
     with open_store(s3_server.uri(bucket)) as raw:
         raw.prefetch(["nowhere/a"])
         with pytest.raises(KeyNotFoundException):
