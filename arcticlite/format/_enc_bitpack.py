@@ -148,7 +148,7 @@ def pack_offsets(values: np.ndarray, base: int, width: int) -> np.ndarray:
     return _pack_numpy(np.ascontiguousarray(r, dtype=_U64), width)
 
 
-_MASK64 = (1 << 64) - 1
+_MASK64 = _kernels.MASK64
 
 
 def _pack_bytes(rows: np.ndarray, width: int) -> np.ndarray:

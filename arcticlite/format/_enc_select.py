@@ -79,7 +79,7 @@ CARD_SAMPLE = 1024
 RUN_LEN = 64
 #: Below this many values bit-packing is not used (its per-call overhead dominates).
 SMALL = 1024
-_MASK64 = (1 << 64) - 1
+_MASK64 = _kernels.MASK64
 #: Runner-up schemes are encoded for real only if estimated within this factor of the best.
 TOP_SPREAD = 4.0
 #: RLE is considered only for an average run length of at least this (decode cost); the
@@ -381,10 +381,7 @@ def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
         g = max(1, int(np.gcd.reduce(sample.astype(U64))))
     native = _kernels.NATIVE
     if native is not None and x.flags.c_contiguous:
-        got = _enc_for_native(native, x, n, base, g, rng, mode)
-        if got is not None:
-            return got
-        g = 1  # an offset is not a multiple of the sample's gcd
+        return _enc_for_native(native, x, n, base, g, rng, mode)
     r = x.view(ud) - np.array(mn & ((1 << bits) - 1), dtype=ud)
     if rng:
         if g > 1:
@@ -412,10 +409,10 @@ def _enc_for(x: np.ndarray, depth: int, mode: int) -> bytes:
 
 
 def _enc_for_native(native: Any, x: np.ndarray, n: int, base: int, g: int, rng: int,
-                    mode: int) -> bytes | None:
+                    mode: int) -> bytes:
     """:func:`_enc_for`'s layouts written by the native kernel in one pass over ``x`` (offsets,
-    division by ``g``, packing or narrowing together); None when an offset is not a multiple
-    of ``g``."""
+    division by ``g``, packing or narrowing together); with step 1 when an offset is not a
+    multiple of ``g`` (the sample's gcd)."""
     for g_try in (g, 1) if g > 1 else (1,):
         width = bit_width(rng // g_try)
         nb = _narrow_bytes(width)
@@ -430,7 +427,7 @@ def _enc_for_native(native: Any, x: np.ndarray, n: int, base: int, g: int, rng: 
                              memoryview(body)[FOR_HDR.size:]):
             FOR_HDR.pack_into(body, 0, SPLIT if split else NARROW, nb, base, g_try)
             return bytes(body)
-    return None
+    raise AssertionError("a step of 1 divides every offset")
 
 
 def _enc_delta(x: np.ndarray, depth: int, mode: int) -> bytes:
@@ -460,8 +457,8 @@ def dictionary(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ``dictionary_encode`` and sort the (small) dictionary afterwards.
     """
     n = len(x)
-    mn = int(x.min())
-    rng = int(x.max()) - mn
+    mn, mx = _kernels.min_max(x)
+    rng = mx - mn
     ud = unsigned_of(x.dtype)
     if rng < max(4 * n, 1 << 16) and rng < (1 << 26):
         x = np.ascontiguousarray(x)

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["NATIVE", "byte_cuts", "codes_in_range", "factorize_words", "min_max", "native_enabled", "presence"]
+__all__ = ["MASK64", "NATIVE", "byte_cuts", "codes_in_range", "factorize_words", "min_max", "native_enabled", "presence"]
 
 
 def _load() -> ModuleType | None:
@@ -28,6 +28,9 @@ def _load() -> ModuleType | None:
     except ImportError:  # not built (no C compiler at install): the numpy code serves
         return None
 
+
+#: Unsigned 64-bit patterns: what the kernels take for bases and factors.
+MASK64 = (1 << 64) - 1
 
 #: The native module, or None when the numpy code serves (not built, or turned off).
 NATIVE: ModuleType | None = _load()
@@ -61,7 +64,7 @@ def presence(x: np.ndarray, lo: int, size: int) -> np.ndarray:
     table = np.zeros(size, dtype=bool)
     native = NATIVE
     if native is not None and x.flags.c_contiguous and x.dtype.kind in "iu":
-        if not native.mark(x, x.dtype.itemsize, lo & _MASK64, table):
+        if not native.mark(x, x.dtype.itemsize, lo & MASK64, table):
             raise ValueError(f"a value lies outside {lo} .. {lo + size - 1}")
         return table
     table[_offsets(x, lo)] = True
@@ -74,7 +77,7 @@ def codes_in_range(x: np.ndarray, lo: int, table: np.ndarray) -> np.ndarray:
     native = NATIVE
     if native is not None and x.flags.c_contiguous and x.dtype.kind in "iu" and table.dtype == np.uint32:
         out = np.empty(len(x), dtype=np.uint32)
-        if not native.lookup(x, x.dtype.itemsize, lo & _MASK64, np.ascontiguousarray(table), out):
+        if not native.lookup(x, x.dtype.itemsize, lo & MASK64, np.ascontiguousarray(table), out):
             raise ValueError(f"a value lies outside {lo} .. {lo + len(table) - 1}")
         return out
     return table[_offsets(x, lo)].astype(np.uint32, copy=False)
@@ -113,6 +116,3 @@ def byte_cuts(codes: np.ndarray, lens: np.ndarray, page_size: int, per_page: int
     out = np.empty(len(codes) + 1, dtype=np.int64)
     k = native.byte_cuts(codes, lens, page_size, max(1, per_page), out)
     return out[:k].tolist()
-
-
-_MASK64 = (1 << 64) - 1
