@@ -30,7 +30,7 @@ def best(fn, n):
     return min(out)
 
 rows = int(sys.argv[1])
-d = tempfile.mkdtemp()
+d = tempfile.mkdtemp(dir=os.getcwd())  # inside the runner's temporary directory
 lib = adb.Arctic(f"lmdb://{d}").get_library("b", create_if_missing=True)
 rng = np.random.default_rng(0)
 df = pd.DataFrame({f"c{i}": rng.random(rows) for i in range(10)}, index=pd.date_range("2020", periods=rows, freq="s"))

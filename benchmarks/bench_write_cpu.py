@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import tempfile
 import time
@@ -62,18 +63,21 @@ def write_threads(shape: str, rows: int, reps: int, encode_threads: int) -> dict
 
     df = build_frame(shape, make_parts(shape, rows))
     root = tempfile.mkdtemp(prefix="bench_write_cpu_")
-    lib = arcticlite.Arctic(f"lmdb://{root}").get_library("b", create_if_missing=True)
-    lib._table.pools = Pools(threads=2, encode_threads=encode_threads)  # type: ignore[attr-defined]
-    lib.write("warm", df.iloc[:10])
     out: dict[str, list[float]] = {"wall": [], "user": [], "sys": [], "vcsw": []}
-    for i in range(reps):
-        r0, t = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-        lib.write(f"s{i % 2}", df)
-        w, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF)
-        out["wall"].append(w)
-        out["user"].append(r1.ru_utime - r0.ru_utime)
-        out["sys"].append(r1.ru_stime - r0.ru_stime)
-        out["vcsw"].append(r1.ru_nvcsw - r0.ru_nvcsw)
+    try:
+        lib = arcticlite.Arctic(f"lmdb://{root}").get_library("b", create_if_missing=True)
+        lib._table.pools = Pools(threads=2, encode_threads=encode_threads)  # type: ignore[attr-defined]
+        lib.write("warm", df.iloc[:10])
+        for i in range(reps):
+            r0, t = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+            lib.write(f"s{i % 2}", df)
+            w, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF)
+            out["wall"].append(w)
+            out["user"].append(r1.ru_utime - r0.ru_utime)
+            out["sys"].append(r1.ru_stime - r0.ru_stime)
+            out["vcsw"].append(r1.ru_nvcsw - r0.ru_nvcsw)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     return {k: statistics.median(v) for k, v in out.items()}
 
 

@@ -8,6 +8,7 @@ import enum
 import importlib
 import inspect
 import os
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,9 @@ def test_the_examples_run(name: str, tmp_path: object, monkeypatch: pytest.Monke
     if name == "arcticlite.plot":
         pytest.importorskip("matplotlib")  # the plot extra
     monkeypatch.chdir(str(tmp_path))  # an example that writes files writes them here
+    # the examples make their stores with tempfile.mkdtemp(), as a user would: inside tmp_path,
+    # so a test run leaves nothing behind in the system's temporary folder
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.delenv("ARCTICLITE_PROGRESS", raising=False)
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS, verbose=False)

@@ -117,7 +117,9 @@ def trial(pristine: str, flips: list[list[int]], truth: dict[str, Any], copy: st
 def main() -> None:
     with open(sys.argv[1]) as f:
         plan = json.load(f)
-    scratch = tempfile.mkdtemp(prefix="bitflip-")
+    # beside the plan (the test's tmp_path): a worker killed by a trial leaves its copies where
+    # pytest cleans up, not in the system's temporary folder
+    scratch = tempfile.mkdtemp(prefix="bitflip-", dir=os.path.dirname(os.path.abspath(sys.argv[1])))
     try:
         for i in range(plan["start"], len(plan["trials"])):
             print(json.dumps({"trial": i, "started": True}), flush=True)
