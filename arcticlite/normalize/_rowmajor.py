@@ -87,7 +87,10 @@ def has_placeholders(schema: pa.Schema) -> bool:
 
 
 _local = threading.local()
-_TILE = 4096  # rows per transposed tile (10 float64 columns: 320 KiB)
+#: A transposed tile reads and writes about this many bytes: rows of the block's columns that
+#: stay in the core's cache while they are scattered (10 float64 columns: 4,096 rows; 127: 512).
+_TILE_BYTES = 512 << 10
+_TILE_ROWS = (64, 4096)
 #: Buffers up to this size stay with their thread for the next segment (a 100,000-row segment of
 #: 40 float64 columns); larger ones are allocated per segment, so that no thread keeps one.
 _KEEP_BYTES = 32 << 20
@@ -129,8 +132,9 @@ def fill_rows(piece: pa.Table, blocks: list[RowMajorBlock], r0: int) -> pa.Table
         run = js == list(range(js[0], js[0] + len(js)))  # a column slice: a view, not a gather
         src = values[js[0]:js[0] + len(js), r0:r0 + n] if run else values[js, r0:r0 + n]
         dst = buf[row:row + len(js)] if buf is not None else np.empty((len(js), n), values.dtype)
-        for t in range(0, n, _TILE):  # the (n, k) rows of this segment, transposed in cache-sized tiles
-            np.copyto(dst[:, t:t + _TILE], src[:, t:t + _TILE])
+        tile = min(max(_TILE_BYTES // (len(js) * values.dtype.itemsize), _TILE_ROWS[0]), _TILE_ROWS[1])
+        for t in range(0, n, tile):  # the (n, k) rows of this segment, transposed in cache-sized tiles
+            np.copyto(dst[:, t:t + tile], src[:, t:t + tile])
         row += len(js)
         for k, (i, _) in enumerate(cols):
             f = fields[i]
