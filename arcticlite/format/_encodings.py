@@ -98,7 +98,7 @@ from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileE
 from arcticlite.format import _enc_binary as _bin
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
-from arcticlite.format._enc_policy import REUSE, REUSE_GAIN, REUSE_MAX, REUSE_SLACK
+from arcticlite.format._enc_policy import REUSE_GAIN, REUSE_MAX, REUSE_SEARCHED, REUSE_SLACK
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -207,7 +207,7 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
     key : hashable, optional
         The stream these values belong to. When the writer's policy carries a memo (a bulk
         write of many files with one schema), the stream's scheme, mode and codec are chosen
-        on its first page and reused for the next :data:`~._enc_policy.REUSE` pages: each
+        on its first page and reused for the next :data:`~._enc_policy.REUSE_SEARCHED` pages: each
         such page is encoded once instead of searched (plain where the scheme does not pay).
 
     Returns
@@ -282,7 +282,7 @@ def _remember(memo: dict[Any, Any], key: Any, entry: Any, chosen: bytes, mode: i
     # a search that gained nothing over the choice it replaces: trust the stream's choices
     # for four times as many pages (up to REUSE_MAX)
     stale = entry is not None and len(entry) > 7 and per_value >= REUSE_GAIN * entry[7]
-    span = min(4 * entry[6], REUSE_MAX) if stale else REUSE
+    span = min(4 * entry[6], REUSE_MAX) if stale else REUSE_SEARCHED
     memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, span, recipe, span, per_value)
 
 
