@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arcticlite.exceptions import FormatEOFError, InvalidFileError
+from arcticlite.format import _kernels
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import _temp, packed_words, unpack_into, unpack_u16
 from arcticlite.format._enc_gather import gather_fixed
@@ -385,7 +386,7 @@ def _narrow_codes(mv: memoryview, count: int) -> np.ndarray | None:
     packed = np.frombuffer(mv, dtype=np.uint64, count=words, offset=FOR_HDR.size)
     if not packed.flags.aligned:
         packed = packed.copy()
-    if width in (1, 2, 4, 8, 16) or not count:
+    if width in (1, 2, 4, 8, 16) or not count or _kernels.NATIVE is not None:  # (native: any width, one pass)
         out = np.empty(count, dtype=np.uint16)
         unpack_into(packed.reshape(width, -1), count, width, out, 0, 1)
         return out
