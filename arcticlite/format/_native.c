@@ -394,6 +394,31 @@ done:
 /* codes[i] = the index of src[i] among the distinct words in order of first appearance;
  * uniques receives those words. Returns the number of distinct words, or -1 when there are
  * more than max_uniques (codes and uniques are then partial), -2 when memory runs out. */
+/* Few distinct words (up to SMALL_WORDS, the common case of labels): codes[i] for m words by
+ * comparing each with every known word, branch-free (vectorised); returns 0 when some word is
+ * not among them (codes then partial: the caller hashes that block). Slots past count repeat
+ * word 0, and the comparisons run from the last slot down, so the lowest index wins. */
+#define SMALL_WORDS 8
+#define WORD_BLOCK 4096
+KERNEL static int
+small_codes(const uint64_t *src, Py_ssize_t m, int32_t *codes, const uint64_t *uniques,
+            Py_ssize_t count)
+{
+    uint64_t u[SMALL_WORDS];
+    for (int j = 0; j < SMALL_WORDS; j++)
+        u[j] = uniques[j < count ? j : 0];
+    int32_t missing = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t k = src[i];
+        int32_t c = -1;
+        for (int j = SMALL_WORDS - 1; j >= 0; j--)
+            c = k == u[j] ? j : c;
+        codes[i] = c;
+        missing |= c; /* negative once any word was not found */
+    }
+    return missing >= 0;
+}
+
 static Py_ssize_t
 factorize_words(const uint64_t *src, Py_ssize_t n, int32_t *codes, uint64_t *uniques,
                 Py_ssize_t max_uniques)
@@ -406,47 +431,55 @@ factorize_words(const uint64_t *src, Py_ssize_t n, int32_t *codes, uint64_t *uni
     Py_ssize_t count = 0;
     uint64_t last = 0;
     int32_t last_code = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t k = src[i];
-        if (k == last && last_code >= 0) { /* runs of one value: no lookup */
-            codes[i] = last_code;
+    for (Py_ssize_t b = 0; b < n; b += WORD_BLOCK) {
+        Py_ssize_t e = n - b < WORD_BLOCK ? n : b + WORD_BLOCK;
+        /* a block of known words only: no hashing (a block with a new word is hashed whole:
+         * it finds the new words in order of appearance) */
+        if (count > 0 && count <= SMALL_WORDS && small_codes(src + b, e - b, codes + b, uniques, count))
             continue;
-        }
-        size_t h = (size_t)((k >> 3) * 0x9E3779B97F4A7C15ull >> 20) & mask;
-        int32_t c;
-        for (;;) {
-            c = slots[h];
-            if (c < 0 || uniques[c] == k)
-                break;
-            h = (h + 1) & mask;
-        }
-        if (c < 0) {
-            if (count == max_uniques) {
-                free(slots);
-                return -1;
+        last_code = -1;
+        for (Py_ssize_t i = b; i < e; i++) {
+            uint64_t k = src[i];
+            if (k == last && last_code >= 0) { /* runs of one value: no lookup */
+                codes[i] = last_code;
+                continue;
             }
-            c = (int32_t)count;
-            uniques[count++] = k;
-            slots[h] = c;
-            if ((size_t)count * 2 > cap) { /* grow: re-insert the distinct words */
-                free(slots);
-                cap *= 4;
-                mask = cap - 1;
-                slots = (int32_t *)malloc(cap * sizeof(int32_t));
-                if (!slots)
-                    return -2;
-                memset(slots, 0xff, cap * sizeof(int32_t));
-                for (Py_ssize_t u = 0; u < count; u++) {
-                    size_t g = (size_t)((uniques[u] >> 3) * 0x9E3779B97F4A7C15ull >> 20) & mask;
-                    while (slots[g] >= 0)
-                        g = (g + 1) & mask;
-                    slots[g] = (int32_t)u;
+            size_t h = (size_t)((k >> 3) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+            int32_t c;
+            for (;;) {
+                c = slots[h];
+                if (c < 0 || uniques[c] == k)
+                    break;
+                h = (h + 1) & mask;
+            }
+            if (c < 0) {
+                if (count == max_uniques) {
+                    free(slots);
+                    return -1;
+                }
+                c = (int32_t)count;
+                uniques[count++] = k;
+                slots[h] = c;
+                if ((size_t)count * 2 > cap) { /* grow: re-insert the distinct words */
+                    free(slots);
+                    cap *= 4;
+                    mask = cap - 1;
+                    slots = (int32_t *)malloc(cap * sizeof(int32_t));
+                    if (!slots)
+                        return -2;
+                    memset(slots, 0xff, cap * sizeof(int32_t));
+                    for (Py_ssize_t u = 0; u < count; u++) {
+                        size_t g = (size_t)((uniques[u] >> 3) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+                        while (slots[g] >= 0)
+                            g = (g + 1) & mask;
+                        slots[g] = (int32_t)u;
+                    }
                 }
             }
+            codes[i] = c;
+            last = k;
+            last_code = c;
         }
-        codes[i] = c;
-        last = k;
-        last_code = c;
     }
     free(slots);
     return count;

@@ -171,6 +171,7 @@ def test_word_factorization_matches_pandas(numpy_only) -> None:
     for words in (rng.choice(np.array([0, 7, 2**63 + 5, 2**64 - 1], dtype=np.uint64), 70_000),
                   rng.integers(0, 3_000, 200_000).astype(np.int64) * 16 + 140_000_000_000,
                   np.repeat(np.arange(50, dtype=np.int64), 1_000),
+                  _late_newcomers(rng),
                   np.zeros(0, dtype=np.int64)):
         got = fermion.factorize_words(words, 5_000)
         want = numpy_only(fermion.factorize_words, words, 5_000)
@@ -180,6 +181,16 @@ def test_word_factorization_matches_pandas(numpy_only) -> None:
     many = np.arange(10_000, dtype=np.int64)
     assert fermion.factorize_words(many, 9_999) is None
     assert numpy_only(fermion.factorize_words, many, 9_999) is None
+
+
+def _late_newcomers(rng: np.random.Generator) -> np.ndarray:
+    """Three words for many blocks of rows, then new ones one by one: the few-word fast path
+    meets a word it does not know, and later more words than it holds."""
+    words = rng.choice(np.array([9, 0, 2**62], dtype=np.int64), 30_000)
+    words[10_001] = 5
+    words[15_000:15_008] = np.arange(100, 108)
+    words[29_999] = -1
+    return words
 
 
 def test_pages_of_dictionary_codes_are_cut_where_the_bytes_say(numpy_only) -> None:
