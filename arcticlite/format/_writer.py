@@ -567,7 +567,9 @@ class FermionWriter:
             del self._bloom_last[i]
             return
         v = col.to_numpy()
-        if (len(v) > 1 and not bool((v[1:] >= v[:-1]).all())) or (last is not _UNSET and v[0] < last):
+        head = v[:65]  # most unsorted columns show it in their first values: no pass over all
+        if (len(v) > 1 and (not bool((head[1:] >= head[:-1]).all()) or not bool((v[1:] >= v[:-1]).all()))) \
+                or (last is not _UNSET and v[0] < last):
             del self._bloom_last[i]
             return
         self._bloom_last[i] = v[-1]

@@ -14,6 +14,8 @@ import xxhash
 
 from arcticlite.format import _codec
 from arcticlite.format import _layout as L
+from arcticlite.format._enc_policy import current as _policy
+from arcticlite.format._enc_policy import dictionary_key
 from arcticlite.format._encodings import plain_parts
 
 __all__ = ["BinaryPage", "BitmapPage", "DictBinaryPage", "FixedPage", "PageOut"]
@@ -38,6 +40,22 @@ def _prefix_minmax(values: pa.Array) -> bytes:
     if isinstance(lo, str):
         lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
     return np.array((prefix64(lo), prefix64(hi)), dtype=np.uint64).tobytes()
+
+
+def _entry_prefixes(dictionary: pa.Array, d_offs: np.ndarray) -> np.ndarray:
+    """:func:`prefix64` of every entry of a string / binary ``dictionary`` (``d_offs``: its int64
+    value offsets from its first value), as uint64, in one vectorised pass."""
+    t = dictionary.type
+    odt = np.dtype(np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32)
+    bufs = dictionary.buffers()
+    start = int(np.frombuffer(bufs[1], dtype=odt, count=1, offset=dictionary.offset * odt.itemsize)[0])
+    raw = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    padded = np.zeros(int(d_offs[-1]) + 8, dtype=np.uint8)
+    padded[: int(d_offs[-1])] = raw[start : start + int(d_offs[-1])]
+    k = np.arange(8)
+    lens = np.diff(d_offs)
+    heads = np.where(k < lens[:, None], padded[d_offs[:-1, None] + k], 0).astype(np.uint8)
+    return np.ascontiguousarray(heads).view(">u8").reshape(-1).astype(np.uint64)
 
 
 PageOut = tuple[tuple[Any, ...], int, int, int, int, int, int, int, bytes, int]
@@ -163,7 +181,17 @@ class DictBinaryPage:
         raw = int(counts @ np.diff(self.d_offs)) + 4 * (n + 1)
         nulls = _nulls(n, valid)
         if nulls < n:
-            used = self.dictionary.take(pa.array(np.flatnonzero(counts)))
-            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, _prefix_minmax(used),
-                    _KIND_CODES["u"])
+            memo = _policy().memo
+            if memo is not None and not self.dictionary.null_count:
+                # the files of a bulk write share the dictionary: its entries' prefixes once,
+                # each page's statistics from those of the entries it uses
+                key = ("prefixes", dictionary_key(memo, self.dictionary))
+                prefixes = memo.get(key)
+                if prefixes is None:
+                    prefixes = memo[key] = _entry_prefixes(self.dictionary, self.d_offs)
+                used_prefixes = prefixes[counts > 0]
+                minmax = np.array((used_prefixes.min(), used_prefixes.max()), dtype=np.uint64).tobytes()
+            else:
+                minmax = _prefix_minmax(self.dictionary.take(pa.array(np.flatnonzero(counts))))
+            return (*blob, raw, n, nulls, L.FLAG_HAS_STATS | L.FLAG_PREFIX_STATS, minmax, _KIND_CODES["u"])
         return (*blob, raw, n, nulls, 0, _ZERO16, 0)
