@@ -17,7 +17,7 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["MASK64", "NATIVE", "byte_cuts", "codes_in_range", "factorize_words", "min_max", "native_enabled", "presence"]
+__all__ = ["MASK64", "NATIVE", "byte_cuts", "code_counts", "codes_in_range", "factorize_words", "min_max", "native_enabled", "presence"]
 
 
 def _load() -> ModuleType | None:
@@ -116,3 +116,18 @@ def byte_cuts(codes: np.ndarray, lens: np.ndarray, page_size: int, per_page: int
     out = np.empty(len(codes) + 1, dtype=np.int64)
     k = native.byte_cuts(codes, lens, page_size, max(1, per_page), out)
     return out[:k].tolist()
+
+
+def code_counts(codes: np.ndarray, size: int) -> np.ndarray:
+    """Occurrences of each of ``0 .. size - 1`` among the non-negative integer ``codes`` (as
+    ``numpy.bincount(codes, minlength=size)``, int64); ValueError for a code of ``size`` or
+    more. One pass with the native kernels (numpy converts the codes to int64 first)."""
+    native = NATIVE
+    if native is not None and codes.dtype.itemsize == 4 and codes.dtype.kind in "iu" and codes.flags.c_contiguous:
+        out = np.zeros(size, dtype=np.int64)
+        native.count_codes(codes.view(np.uint32), out)
+        return out
+    out = np.bincount(codes, minlength=size)
+    if len(out) > size:
+        raise ValueError("a code is beyond the dictionary")
+    return out

@@ -587,6 +587,76 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------- code counts */
+
+/* counts[c] += occurrences of c among n uint32 codes (counts holds nlens entries, zeroed by the
+ * caller); -1 for a code beyond it. Four interleaved tables for small dictionaries, so that a
+ * run of one code does not wait on its own counter's last increment. */
+#define COUNT_WAYS 4
+KERNEL static int
+count_codes(const uint32_t *codes, Py_ssize_t n, int64_t *counts, Py_ssize_t nlens)
+{
+    if (nlens <= 1024) {
+        int64_t *t = (int64_t *)calloc((size_t)(COUNT_WAYS * nlens + 1), sizeof(int64_t));
+        if (!t)
+            return -2;
+        Py_ssize_t i = 0;
+        uint32_t bad = 0;
+        for (; i + COUNT_WAYS <= n; i += COUNT_WAYS)
+            for (int w = 0; w < COUNT_WAYS; w++) {
+                uint32_t c = codes[i + w];
+                bad |= (Py_ssize_t)c >= nlens;
+                t[w * nlens + ((Py_ssize_t)c < nlens ? c : 0)]++;
+            }
+        for (; i < n; i++) {
+            uint32_t c = codes[i];
+            bad |= (Py_ssize_t)c >= nlens;
+            t[(Py_ssize_t)c < nlens ? c : 0]++;
+        }
+        for (Py_ssize_t c = 0; c < nlens; c++)
+            for (int w = 0; w < COUNT_WAYS; w++)
+                counts[c] += t[w * nlens + c];
+        free(t);
+        return bad ? -1 : 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t c = codes[i];
+        if ((Py_ssize_t)c >= nlens)
+            return -1;
+        counts[c]++;
+    }
+    return 0;
+}
+
+static PyObject *
+native_count_codes(PyObject *self, PyObject *args)
+{
+    Py_buffer cbuf, obuf;
+    if (!PyArg_ParseTuple(args, "y*w*", &cbuf, &obuf))
+        return NULL;
+    PyObject *result = NULL;
+    if (cbuf.len % 4 || obuf.len % 8 || ((uintptr_t)cbuf.buf & 3) || ((uintptr_t)obuf.buf & 7)) {
+        PyErr_SetString(PyExc_ValueError, "count_codes takes aligned uint32 codes and an int64 output");
+        goto done;
+    }
+    {
+        int got;
+        Py_BEGIN_ALLOW_THREADS
+        got = count_codes((const uint32_t *)cbuf.buf, cbuf.len / 4, (int64_t *)obuf.buf, obuf.len / 8);
+        Py_END_ALLOW_THREADS
+        if (got == -2)
+            PyErr_NoMemory();
+        else if (got < 0)
+            PyErr_SetString(PyExc_ValueError, "a code is beyond the dictionary");
+        else
+            result = Py_NewRef(Py_None);
+    }
+done:
+    PyBuffer_Release(&cbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------- unpack */
 
 /* out[i] = base + factor * value_i, in the output's unsigned width (modular). */
@@ -889,6 +959,9 @@ static PyMethodDef native_methods[] = {
     {"byte_cuts", native_byte_cuts, METH_VARARGS,
      "byte_cuts(codes_u32, lens_i64, page_size, per_page, cuts_i64) -> count: page boundaries "
      "of dictionary codes by their values' bytes."},
+    {"count_codes", native_count_codes, METH_VARARGS,
+     "count_codes(codes_u32, counts_i64): counts[c] += occurrences of c (ValueError for a "
+     "code beyond counts)."},
     {"minmax", native_minmax, METH_VARARGS,
      "minmax(src, itemsize, signed) -> (min, max) of a non-empty integer buffer."},
     {"decimal_split", native_decimal_split, METH_VARARGS,

@@ -134,7 +134,7 @@ def _used_values(chunk: pa.DictionaryArray) -> pa.Array:
     """The dictionary values that ``chunk`` uses (nulls aside): its dictionary itself when
     it uses every entry."""
     codes = chunk.indices.drop_null().to_numpy(zero_copy_only=False)
-    used = np.flatnonzero(np.bincount(codes, minlength=len(chunk.dictionary)))
+    used = np.flatnonzero(_kernels.code_counts(codes, len(chunk.dictionary)))
     if len(used) == len(chunk.dictionary):
         return chunk.dictionary
     return chunk.dictionary.take(pa.array(used))
@@ -763,10 +763,10 @@ class FermionWriter:
             per_page = max(8, ps // 4)
             fast = None if allowed is not None else _kernels.byte_cuts(codes, d_lens, ps, per_page)
             if fast is not None:  # cut in one pass; each page's value counts from its own codes
-                page_counts = {(a, b): np.bincount(codes[a:b], minlength=len(d_lens))
+                page_counts = {(a, b): _kernels.code_counts(codes[a:b], len(d_lens))
                                for a, b in itertools.pairwise(fast)}
             else:
-                counts = np.bincount(codes, minlength=len(d_lens))
+                counts = _kernels.code_counts(codes, len(d_lens))
                 if n > per_page or int(counts @ d_lens) > ps:  # several pages: cut by the values' bytes
                     cum = np.concatenate([[0], np.cumsum(d_lens[codes])])
         elif node.kind == BINARY:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from arcticlite.format import _codec
+from arcticlite.format import _codec, _kernels
 from arcticlite.format import _layout as L
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_policy import dictionary_key
@@ -174,7 +174,7 @@ class DictBinaryPage:
         counts = self.counts
         if counts is None:
             present = codes if valid is None else codes[valid]
-            counts = np.bincount(present, minlength=len(self.dictionary))
+            counts = _kernels.code_counts(np.ascontiguousarray(present), len(self.dictionary))
         # (with nulls, their placeholder codes are among ``codes`` but not in ``counts``)
         blob = _blob(_codec.encode_binary_dictionary(codes, self.dictionary, key=self.key,
                                                      counts=counts if valid is None else None))

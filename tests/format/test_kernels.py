@@ -219,3 +219,17 @@ def test_pages_of_dictionary_codes_are_cut_where_the_bytes_say(numpy_only) -> No
         want = fermion.encode(table, schema=schema, page_size=1 << 16, parallel=False)
     assert got == want
     assert fermion.decode(got).column("s").to_pylist() == words[codes].tolist()
+
+
+def test_code_counts_are_numpy_bincount(numpy_only) -> None:
+    """Counts of dictionary codes, small tables (interleaved) and large ones, as bincount gives
+    them; a code beyond the dictionary is an error either way."""
+    rng = np.random.default_rng(8)
+    for size, n in ((1, 5), (4, 100_003), (1024, 70_000), (1025, 70_000), (10_000, 3), (7, 0)):
+        codes = rng.integers(0, size, n).astype(np.int32)
+        want = np.bincount(codes, minlength=size)
+        assert np.array_equal(_kernels.code_counts(codes, size), want)
+        assert np.array_equal(numpy_only(_kernels.code_counts, codes, size), want)
+    for f in (_kernels.code_counts, lambda c, s: numpy_only(_kernels.code_counts, c, s)):
+        with pytest.raises(ValueError, match="beyond"):
+            f(np.array([0, 3, 1], dtype=np.int32), 3)
