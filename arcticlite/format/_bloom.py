@@ -217,6 +217,8 @@ def hashes_of(values: pa.Array | pa.ChunkedArray, kind: int) -> np.ndarray:
         typ = values.type
         if pa.types.is_uint64(typ):
             return hash_ints(values.to_numpy(zero_copy_only=False).astype(np.uint64).view(np.int64))
+        if not values.null_count:  # (numpy widens exactly: a narrower int or uint fits int64)
+            return hash_ints(values.to_numpy(zero_copy_only=False).astype(np.int64))
         return hash_ints(values.cast(pa.int64()).to_numpy(zero_copy_only=False))
     arr = values.cast(pa.large_binary())
     bufs = arr.buffers()
