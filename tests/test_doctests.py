@@ -28,12 +28,16 @@ def test_the_examples_run(name: str, tmp_path: object, monkeypatch: pytest.Monke
     monkeypatch.chdir(str(tmp_path))  # an example that writes files writes them here
     # the examples make their stores with tempfile.mkdtemp(), as a user would: inside tmp_path,
     # so a test run leaves nothing behind in the system's temporary folder
+    system_tmp = tempfile.gettempdir()
+    before = set(os.listdir(system_tmp))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.delenv("ARCTICLITE_PROGRESS", raising=False)
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS, verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed (see above)"
     assert os.getcwd() == str(tmp_path)
+    left = [d for d in set(os.listdir(system_tmp)) - before if os.path.exists(os.path.join(system_tmp, d, "data.mdb"))]
+    assert not left, f"the examples of {name} left LMDB stores in {system_tmp}: {left}"
 
 
 def _public_callables() -> Iterator[tuple[str, Any, bool]]:
