@@ -250,13 +250,25 @@ def decimal_split(xf: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray]:
     Decoding is ``float64(ints) / 10.0**e`` (then cast to float32 for float32 columns); ``ok``
     marks the positions where that reproduces the bits of ``xf``.
     """
+    ints, ok, _ = decimal_split_counted(xf, e)
+    return ints, ok
+
+
+def decimal_split_counted(xf: np.ndarray, e: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`decimal_split` and the number of positions that are not ok (counted by the
+    native kernel as it goes)."""
     p = 10.0**e
     native = _kernels.NATIVE
     if native is not None and xf.flags.c_contiguous and xf.ndim == 1:
         ints = np.empty(len(xf), dtype=I64)
         ok = np.empty(len(xf), dtype=bool)
-        native.decimal_split(xf, xf.dtype.itemsize, p, ints, ok)
-        return ints, ok
+        bad = native.decimal_split(xf, xf.dtype.itemsize, p, ints, ok)
+        return ints, ok, int(bad)
+    ints, ok = _decimal_split_numpy(xf, p)
+    return ints, ok, len(ok) - int(np.count_nonzero(ok))
+
+
+def _decimal_split_numpy(xf: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(all="ignore"):
         scaled = np.multiply(xf, p, dtype=np.float64)
         np.rint(scaled, out=scaled)
@@ -491,14 +503,14 @@ def _enc_decimal(xf: np.ndarray, depth: int, mode: int) -> bytes:
     node = _replaying()
     if node is not None and node.scheme == "decimal":
         e = node.exponent
-        ints, ok = decimal_split(xf, e)
-        if 8 * (len(xf) - int(np.count_nonzero(ok))) > len(xf):  # the data changed: choose again
+        ints, ok, bad = decimal_split_counted(xf, e)
+        if 8 * bad > len(xf):  # the data changed: choose again
             with _searching():
                 return _enc_decimal(xf, depth, mode)
     else:
         e, _ = find_exponent(_sample(xf))
-        ints, ok = decimal_split(xf, e)
-    if ok.all():  # every value a short decimal (the common case): no exceptions
+        ints, ok, bad = decimal_split_counted(xf, e)
+    if not bad:  # every value a short decimal (the common case): no exceptions
         pos = np.zeros(0, dtype=U32)
     else:
         ints = _ffill(ints, ok)
