@@ -391,9 +391,6 @@ done:
 
 /* ----------------------------------------------------------------- word factorization */
 
-/* codes[i] = the index of src[i] among the distinct words in order of first appearance;
- * uniques receives those words. Returns the number of distinct words, or -1 when there are
- * more than max_uniques (codes and uniques are then partial), -2 when memory runs out. */
 /* Few distinct words (up to SMALL_WORDS, the common case of labels): codes[i] for m words by
  * comparing each with every known word, branch-free (vectorised); returns 0 when some word is
  * not among them (codes then partial: the caller hashes that block). Slots past count repeat
@@ -419,6 +416,9 @@ small_codes(const uint64_t *src, Py_ssize_t m, int32_t *codes, const uint64_t *u
     return missing >= 0;
 }
 
+/* codes[i] = the index of src[i] among the distinct words in order of first appearance;
+ * uniques receives those words. Returns the number of distinct words, or -1 when there are
+ * more than max_uniques (codes and uniques are then partial), -2 when memory runs out. */
 static Py_ssize_t
 factorize_words(const uint64_t *src, Py_ssize_t n, int32_t *codes, uint64_t *uniques,
                 Py_ssize_t max_uniques)

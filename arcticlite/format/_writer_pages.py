@@ -121,12 +121,11 @@ class FixedPage:
         nulls = _nulls(count, valid)
         if stats and count:
             sv = v if valid is None else v[valid]
-            if len(sv) and stats != "f" and sv.dtype.kind in "iu" and sv.flags.c_contiguous:
-                lo, hi = _kernels.min_max(sv)  # one pass (native), as Python ints
-                return (*blob, v.nbytes, count, nulls, L.FLAG_HAS_STATS, _MINMAX_FORMATS[stats].pack(lo, hi),
-                        _KIND_CODES[stats])
             if len(sv):
-                lo, hi = np.minimum.reduce(sv), np.maximum.reduce(sv)
+                if stats != "f" and sv.dtype.kind in "iu":
+                    lo, hi = _kernels.min_max(sv)  # one pass with the native kernels
+                else:
+                    lo, hi = np.minimum.reduce(sv), np.maximum.reduce(sv)
                 flags = 0
                 if stats == "f" and (lo != lo or hi != hi):  # NaN
                     flags = L.FLAG_HAS_NAN

@@ -65,6 +65,8 @@ _RETRY_CODES = frozenset(
     }
 )
 _MAX_KEY_BYTES = 1024
+
+
 def _drop_last_modified(response_dict: dict[str, Any] | None = None, **_: Any) -> None:
     """botocore hook: remove a GET response's ``Last-Modified`` header before it is parsed
     (arcticlite reads the body only; botocore parses that date with dateutil, slowly)."""
