@@ -438,8 +438,13 @@ class ReplaceRange(Operation):
             parts.append(shifted(self.new_leaves, n_before, row_numbers_index=False))
         rows = np.concatenate(parts)
         cursor = int(rows["end_row"].max()) if len(rows) else 0
+        shift = cursor - int(after["start_row"].min()) if len(after) else 0
         if len(after):
-            rows = np.concatenate([rows, shifted(after, cursor - int(after["start_row"].min()), row_numbers_index=False)])
+            rows = np.concatenate([rows, shifted(after, shift, row_numbers_index=False)])
+        # row slices that began inside a segment keep beginning there, wherever their rows moved
+        after_start = int(after["start_row"].min()) if len(after) else None
+        cuts = [c for c in slice_cuts(base) if 0 < c < n_before] + \
+            ([c + shift for c in slice_cuts(base) if c > after_start] if after_start is not None else [])
         # update sets its metadata (None included); delete_data_in_range keeps the version's
         metadata = self.metadata if self.kind == "update" else base.metadata
         first = int(rows["min_index"].min()) if len(rows) else None
@@ -448,9 +453,12 @@ class ReplaceRange(Operation):
             rows["min_index"] = rows["start_row"]
             rows["max_index"] = rows["end_row"].astype(np.int64) - 1
             first = last = None
-        return data_record(self.kind, head, seq, index=index.build(rows), meta=out_meta, schema=schema,
-                           first=first, last=last,
-                           sorted_=base.sorted if len(rows) else "ASCENDING", metadata=metadata)
+        rec = data_record(self.kind, head, seq, index=index.build(rows), meta=out_meta, schema=schema,
+                          first=first, last=last,
+                          sorted_=base.sorted if len(rows) else "ASCENDING", metadata=metadata)
+        if cuts:
+            rec.extra[SLICES] = cuts
+        return rec
 
 
 def concat_pieces(pieces: list[np.ndarray], is_dt: bool) -> np.ndarray:
@@ -618,13 +626,16 @@ class Finalize(Operation):
                 )
             sorted_ = "UNSORTED"
         lv = shifted(self.new_leaves, brows, row_numbers_index=not self.is_dt)
-        return data_record(
+        rec = data_record(
             "finalize", head, seq, index=index.append(base.index or EMPTY_ROOT, lv),
             meta=merged_meta(bmeta, meta, uschema), schema=uschema,
             first=base.first_index if base.first_index is not None else self.first,
             last=self.last if self.last is not None else base.last_index,
             sorted_=sorted_, metadata=self.metadata,
         )
+        if slice_cuts(base):  # the stored rows keep their row slices
+            rec.extra[SLICES] = list(slice_cuts(base))
+        return rec
 
 
 def describe_types(schema: pa.Schema, n_index: int = 0) -> str:

@@ -193,3 +193,22 @@ def test_compaction_keeps_metadata_and_returns_an_item_without_it(uri: str) -> N
     assert item.version == 7 and item.metadata is None and item.data is None
     assert strict.compact_data("s", 4).metadata is None  # nothing to do: the same item
     assert lib.read_metadata("s").metadata == {"when": pd.Timestamp("2024-01-01")}
+
+
+def test_update_and_range_delete_keep_the_row_slices_of_small_appends(lib: adb.Library) -> None:
+    # three appends share the open tail (slices 5 | 2 | 3); an update of the first rows, a
+    # range delete of the last ones and an update of the whole second append leave the
+    # other appends' slices where ArcticDB leaves its segments: 3 | 2 | 2 | 2, nothing to compact
+    lib.write("s", _df(5))
+    lib.append("s", _df(2, "2024-01-01 00:05"))
+    lib.append("s", _df(3, "2024-01-01 00:07"))
+    lib.update("s", _df(3) + 100)
+    assert lib.compact_data_explain_plan("s", 2).row_slices_before == [0, 3, 5, 7, 10]
+    lib.delete_data_in_range("s", (pd.Timestamp("2024-01-01 00:09"), pd.Timestamp("2024-01-01 00:10")))
+    assert lib.compact_data_explain_plan("s", 2).row_slices_before == [0, 3, 5, 7, 9]
+    lib.update("s", _df(2, "2024-01-01 00:05") + 200)
+    plan = lib.compact_data_explain_plan("s", 2)
+    assert plan.row_slices_before == [0, 3, 5, 7, 9] and not plan.will_do_work
+    assert lib.compact_data("s", 2).version == 5  # no new version, as ArcticDB
+    want = pd.concat([_df(3) + 100, _df(5)[3:], _df(2, "2024-01-01 00:05") + 200, _df(2, "2024-01-01 00:07")])
+    pd.testing.assert_frame_equal(lib.read("s").data, want, check_freq=False)
