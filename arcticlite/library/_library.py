@@ -9,9 +9,11 @@ class holds no data logic of its own: each method can be read in one place.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import pickle
+import sys
 from collections.abc import Callable
 from types import EllipsisType
 from typing import Any, TypeVar, cast
@@ -22,6 +24,7 @@ import pyarrow as pa
 from arcticlite import normalize as norm
 from arcticlite._envelope import naming_key, unseal_pickled
 from arcticlite.exceptions import (
+    ArcticDbNotYetImplemented,
     ArcticException,
     ArcticInvalidApiUsageException,
     CommitStateUnknownError,
@@ -547,6 +550,13 @@ class Library:
         {'tickers': ['AAPL', 'MSFT']}
         """
         sym = check_symbol(symbol)
+        pd = sys.modules.get("pandas")
+        if pd is not None and isinstance(data, pd.DataFrame | pd.Series):
+            # a frame that normalises is stored as write stores it (appendable, queryable), as
+            # ArcticDB does; only what does not normalise is pickled
+            with contextlib.suppress(ArcticDbNotYetImplemented):
+                return self.write(sym, data, metadata=metadata, prune_previous_versions=prune_previous_versions,
+                                  validate_index=False)  # type: ignore[return-value]
         try:
             body = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
@@ -695,6 +705,8 @@ class Library:
             lo, hi = self._checked_range(date_range, "update")
             a, b = np.searchsorted(idx, lo, "left"), np.searchsorted(idx, hi, "right")
             table = table.slice(int(a), max(0, int(b) - int(a)))
+            if not table.num_rows:  # no new row in the range: a new version of the same rows (as ArcticDB)
+                lo, hi = 1, 0
         elif len(idx):
             lo, hi = int(idx[0]), int(idx[-1])
         else:
@@ -1752,8 +1764,14 @@ class Library:
     def _consume_staged(self, sym: str, stage_results: list[StageResult] | None, delete_on_failure: bool,
                         make: Any, prune: bool | None, metadata: Any = None) -> VersionedItem:
         """Load the staged entries, commit the operation ``make(entries)`` builds, then forget
-        them (also on failure if asked)."""
-        keys = None if stage_results is None else [k for r in stage_results for k in r.staged_keys if r.symbol == sym]
+        them (also on failure if asked: whatever stops the operation, a schema mismatch of the
+        entries included)."""
+        foreign = sorted({r.symbol for r in stage_results or () if r.symbol != sym})
+        if foreign:
+            raise UserInputException(
+                f"E_STAGE_RESULT_WITH_INCORRECT_SYMBOL: stage_results of symbol(s) {foreign} cannot be finalized "
+                f"into {sym!r}; pass only the results of staging {sym!r}")
+        keys = None if stage_results is None else [k for r in stage_results for k in r.staged_keys]
         try:
             staged: list[StagedEntry] = staged_entries(self._table, sym, keys)
         except KeyNotFoundException:
@@ -1768,9 +1786,9 @@ class Library:
             staged = [e for e in staged if e.key not in used]
         if not staged:
             raise UserInputException(f"E_NO_STAGED_SEGMENTS: no staged data for symbol {sym!r}; stage() first")
-        op = make(staged)
-        op.consumed = [e.key for e in staged]  # named in the version record (see table CONSUMED)
         try:
+            op = make(staged)
+            op.consumed = [e.key for e in staged]  # named in the version record (see table CONSUMED)
             rec = self._apply(sym, op, prune)
         except Exception:
             if delete_on_failure:
