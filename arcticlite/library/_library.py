@@ -694,7 +694,10 @@ class Library:
         engine = self._writer(bloom_min_distinct)
         table, meta = self._normalize(data, index_column, to_store=True)
         by_time = meta.index_kind == "datetime" or (meta.index_kind == "multi" and meta.index_hints[:1] == ("dt",))
-        if not by_time and table.num_rows:  # a MultiIndex is updated by its first (datetime) level
+        # a MultiIndex is updated by its first (datetime) level; other indexes only upsert a
+        # symbol that does not exist yet (a plain write, as ArcticDB does)
+        if not by_time and table.num_rows and not (
+                upsert and self._engine.live_from_head(sym, self._engine.head(sym)) is None):
             raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r}); "
                                     "use write or append")
         if norm.sortedness(table, meta) not in ("ASCENDING", "UNKNOWN"):
@@ -1872,8 +1875,8 @@ class Library:
 
         Raises
         ------
-        StorageException
-            The symbol does not exist.
+        InternalException
+            The symbol does not exist (ArcticDB's class here).
 
         Examples
         --------
@@ -1885,7 +1888,13 @@ class Library:
         >>> lib.is_symbol_fragmented("S")  # 5 segments would become 1: fewer than 100 removed
         False
         """
-        plan = self.compact_data_explain_plan(symbol, segment_size)
+        sym = check_symbol(symbol)
+        base = self._engine.live_from_head(sym, self._engine.head(sym))
+        if base is None:  # ArcticDB's error class here (compact_data raises StorageException)
+            raise InternalException(f"E_ASSERTION_FAILURE: cannot check the fragmentation of non-existent symbol {sym!r}")
+        if base.pickled:  # pickled data is one blob: nothing to compact, as ArcticDB answers
+            return False
+        plan = self.compact_data_explain_plan(sym, segment_size)
         return plan.segments_before - plan.segments_after >= FRAGMENTED_SEGMENT_COUNT
 
     @_mutates
@@ -1978,6 +1987,8 @@ class Library:
         base = self._engine.live_from_head(sym, head)
         if has_deltas(base):  # a version with delta segments: compaction folds them
             return self.compact_deltas(sym, prune_previous_versions=prune_previous_versions)
+        if base is not None and base.pickled:  # one blob: already compact (ArcticDB returns the version)
+            return self._item(sym, base, metadata=None)
         plan, leaves = plan_compaction(self._table, head, base, sym, args.positive(rows_per_segment, "rows_per_segment"))
         assert base is not None
         if not plan.runs:  # ArcticDB's item of a compaction carries no data and no metadata
@@ -2445,13 +2456,16 @@ class Library:
         """
         if snapshot is not None:
             snap = self._snapshots.read(snapshot)
+            # every snapshot holding each version listed, as ArcticDB lists them (none if skipped)
+            holders = {} if skip_snapshots else self._snapshots.by_version(symbol)
             out: dict[SymbolVersion, VersionInfo] = {}
             for s, v in snap["symbols"].items():
                 if symbol is not None and s != symbol:
                     continue
                 rec = self._engine.read_record(s, int(v))
                 if rec is not None:
-                    out[SymbolVersion(s, rec.vid)] = VersionInfo(describe.utc(rec.created_ns), False, [snapshot])
+                    names = [] if skip_snapshots else holders.get((s, rec.seq), [snapshot])
+                    out[SymbolVersion(s, rec.vid)] = VersionInfo(describe.utc(rec.created_ns), False, names)
             return out
         snaps = {} if skip_snapshots else self._snapshots.by_version(symbol)
         if symbol is not None:

@@ -841,8 +841,8 @@ def denormalize(
     index = index_from_table(table, meta, nrows)
     if meta.kind == "series":
         name = meta.user_columns[0] if meta.user_columns else None
-        if not data_names:
-            return pd.Series(index=index, name=name, dtype="float64")
+        if not data_names:  # its column not read: an empty series, as ArcticDB gives
+            return pd.Series([], index=pd.RangeIndex(0), name=name, dtype=object)
         values = _values(table, data_names[0], meta.describe(data_names[:1])[1][0])
         return pd.Series(values, index=index, name=name, dtype=values.dtype, copy=False)
     if meta.kind == "ndarray":
@@ -854,7 +854,10 @@ def denormalize(
 
 
 def column_labels(meta: NormMeta, labels: list[Any]) -> pd.Index:
-    """``DataFrame.columns`` as written (dtype and name) for the user labels ``labels``."""
+    """``DataFrame.columns`` as written (dtype and name) for the user labels ``labels``; none
+    (no column read): the empty RangeIndex ArcticDB gives, pandas' default."""
+    if not labels:
+        return pd.RangeIndex(0)
     try:
         return pd.Index(labels, dtype=meta.columns_dtype, name=meta.columns_name)
     except (TypeError, ValueError):

@@ -104,13 +104,17 @@ def cleanup(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots, 
         engine.store.delete(doomed)
 
 
-def reachable(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots) -> set[str]:
-    """Every tindex/tdata key reachable from a live version, a snapshot or a staged entry."""
+def reachable(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots,
+              also: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    """Every tindex/tdata key reachable from a live version, a snapshot or a staged entry.
+    The symbols looked at: those with a ref, those a snapshot holds, and ``also`` (those with
+    data keys: a writer killed after creating a symbol's first version key, before writing
+    its ref, leaves a live version that no ref names yet)."""
     keys = engine.keys
     reach: set[str] = set()
     prefix = keys.ref_prefix
     held = _held(snapshots)
-    syms = {unescape(k[len(prefix):]) for k in engine.store.list_keys(prefix)} | set(held)
+    syms = {unescape(k[len(prefix):]) for k in engine.store.list_keys(prefix)} | set(held) | set(also)
     with Progress(len(syms), "gc: scan", unit="symbol") as bar:
         for sym in syms:
             _reach_symbol(engine, versions, sym, held.get(sym, set()), reach)
@@ -142,8 +146,13 @@ def gc(engine: TableEngine, versions: VersionEngine, snapshots: Snapshots,
     ledger_key = keys.root + "_gc/ledger"
     now = time.time_ns()
     candidates = list(store.list_keys(keys.tindex_prefix()))
+    n_index = len(candidates)
     candidates += list(store.list_keys(keys.tdata_prefix()))
-    reach = reachable(engine, versions, snapshots)
+    # every symbol that has data keys is judged by its version chain, ref or not
+    owners = {unescape(k[len(p):].rsplit("/", 1)[0])
+              for p, ks in ((keys.tindex_prefix(), candidates[:n_index]), (keys.tdata_prefix(), candidates[n_index:]))
+              for k in ks}
+    reach = reachable(engine, versions, snapshots, also=owners)
     unreachable = [k for k in candidates if k not in reach]
     ledger: dict[str, int] = {}
     raw = store.read_if_exists(ledger_key)

@@ -10,6 +10,7 @@ and are written in the commit transaction (LMDB) or just before the commit point
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import MutableMapping
 from typing import Any, Protocol
 
@@ -109,6 +110,14 @@ SLICES = "slices"
 appends join the symbol's open tail segment (one segment for many appends), but each append is
 its own row slice for ``compact_data`` as in ArcticDB (which keeps a segment per append), so
 that compaction plans, does work and takes version ids as ArcticDB does."""
+
+
+def same_data(head: VersionRecord | None, base: VersionRecord, seq: int, kind: str,
+              metadata: bytes | None) -> VersionRecord:
+    """A new version of ``base``'s data with ``metadata``: what ArcticDB makes of an empty
+    append or update, whatever the type of the empty object (a frame to a series, anything
+    to pickled data)."""
+    return base.with_(kind=kind, dead=head.dead if head is not None else (), latest_live=seq, metadata=metadata)
 
 
 def slice_cuts(rec: VersionRecord) -> tuple[int, ...]:
@@ -254,6 +263,8 @@ class Append(Operation):
             return data_record("write" if head is None else "append", head, seq, index=index.build(self._new_segments()),
                                meta=meta, schema=norm.value_schema(table.schema), first=first, last=last, sorted_=self.sorted,
                                metadata=self.metadata)
+        if not table.num_rows and (base.pickled or meta_of(base).kind != meta.kind):
+            return same_data(head, base, seq, "append", self.metadata)
         if base.pickled:
             raise InternalException(f"Cannot append to pickled data (symbol {sym!r})")
         bmeta, bschema = meta_of(base), schema_of(base)
@@ -410,6 +421,9 @@ class ReplaceRange(Operation):
             what = "update" if self.kind == "update" else "delete from"
             raise InternalException(f"Cannot {what} non-existent symbol {sym!r}"
                                     + (": use upsert=True to create it" if self.kind == "update" else ""))
+        if self.kind == "update" and table is not None and meta is not None and not table.num_rows \
+                and (base.pickled or meta_of(base).kind != meta.kind):
+            return same_data(head, base, seq, "update", self.metadata)
         if base.pickled:
             raise InternalException(f"Cannot update pickled data (symbol {sym!r})")
         bmeta, bschema = meta_of(base), schema_of(base)
@@ -562,6 +576,10 @@ class Finalize(Operation):
                     )
                 schema = pa.unify_schemas([schema, s.schema], promote_options="permissive")
         in_order = True
+        if is_dt and any(s.header.get("sorted") not in ("ASCENDING", "UNKNOWN", None) for s in staged):
+            raise UnsortedDataException(
+                f"E_UNSORTED_DATA: Cannot compact unordered segment: staged data of {sym!r} holds a frame whose "
+                "index is not sorted; use sort_and_finalize_staged_data")
         if is_dt:
             prev_last = None
             for s in staged:
@@ -611,6 +629,10 @@ class Finalize(Operation):
             raise InternalException(f"Cannot append to pickled data (symbol {sym!r})")
         bmeta, bschema = meta_of(base), schema_of(base)
         brows = base.index.rows if base.index else 0
+        if meta.index_kind == "range" and bmeta.index_kind == "range" and meta.range_step == bmeta.range_step:
+            # staged rows are numbered on from the stored ones, wherever their RangeIndex began
+            # (as ArcticDB finalizes them)
+            meta = dataclasses.replace(meta, range_start=bmeta.range_start + brows * bmeta.range_step)
         try:
             uschema = norm.common_schema(bmeta, bschema, meta, schema, dynamic=e.options.dynamic_schema,
                                          stored_rows=brows) or bschema

@@ -8,7 +8,13 @@ import pandas as pd
 import pytest
 
 import arcticlite as adb
-from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.exceptions import (
+    InternalException,
+    NormalizationException,
+    SchemaException,
+    UnsortedDataException,
+    UserInputException,
+)
 
 
 @pytest.fixture
@@ -53,3 +59,69 @@ def test_stage_results_of_another_symbol_are_refused(lib: adb.Library) -> None:
     with pytest.raises(UserInputException, match="E_STAGE_RESULT_WITH_INCORRECT_SYMBOL"):
         lib.finalize_staged_data("a", stage_results=[mine, theirs])
     assert lib.list_symbols() == [] and sorted(lib.get_staged_symbols()) == ["a", "b"]
+
+
+def test_finalizing_a_staged_frame_that_is_not_sorted_is_refused(lib: adb.Library) -> None:
+    unsorted = _df(4).iloc[[2, 0, 3, 1]]
+    lib.stage("s", unsorted, validate_index=False)
+    for mode in ("write", "append"):
+        with pytest.raises(UnsortedDataException, match="unordered segment"):
+            lib.finalize_staged_data("s", mode=mode)
+    assert not lib.has_symbol("s")
+    assert lib.sort_and_finalize_staged_data("s").version == 0  # sorting it is the way
+    assert lib.read("s").data.index.is_monotonic_increasing
+
+
+def test_pickled_data_counts_as_compact(lib: adb.Library) -> None:
+    lib.write_pickle("p", [1])
+    assert lib.compact_data("p").version == 0 and lib.is_symbol_fragmented("p") is False
+    with pytest.raises(InternalException):
+        lib.is_symbol_fragmented("missing")
+    with pytest.raises(InternalException):
+        lib.defragment_symbol_data("missing")
+
+
+def test_list_versions_of_a_snapshot_names_every_snapshot_holding_them(lib: adb.Library) -> None:
+    lib.write("s", _df())
+    lib.snapshot("B")
+    lib.write("s", _df())
+    lib.snapshot("A")
+    lib.snapshot("C")
+    got = lib.list_versions("s", snapshot="A")
+    assert [(k.version, v.snapshots) for k, v in got.items()] == [(1, ["A", "C"])]
+    assert [v.snapshots for v in lib.list_versions(snapshot="A", skip_snapshots=True).values()] == [[]]
+
+
+def test_update_with_upsert_writes_a_range_indexed_frame_to_a_new_symbol(lib: adb.Library) -> None:
+    frame = pd.DataFrame({"a": [1, 2]}, index=pd.RangeIndex(5, 7))
+    assert lib.update("r", frame, upsert=True).version == 0
+    pd.testing.assert_frame_equal(lib.read("r").data, frame)
+    with pytest.raises(InternalException, match="non-timeseries"):
+        lib.update("r", frame, upsert=True)  # it exists now: a RangeIndex is not updated
+
+
+def test_reads_without_any_column(lib: adb.Library) -> None:
+    lib.write("s", _df())
+    assert isinstance(lib.read("s", columns=[]).data.columns, pd.RangeIndex)
+    lib.write("v", pd.Series([1.5, 2.5], index=pd.date_range("2024", periods=2), name="v"))
+    got = lib.read("v", columns=["x"]).data
+    assert len(got) == 0 and got.name == "v" and got.dtype == object
+
+
+def test_an_empty_append_or_update_of_another_kind_is_a_new_version_of_the_same_data(lib: adb.Library) -> None:
+    lib.write_pickle("p", [1], metadata={"m": 1})
+    assert lib.append("p", _df(0), metadata={"m": 2}).version == 1
+    assert lib.read("p").data == [1] and lib.read_metadata("p").metadata == {"m": 2}
+    series = pd.Series([1.0], index=pd.date_range("2024", periods=1), name="v")
+    lib.write("v", series)
+    assert lib.update("v", _df(0)).version == 1
+    pd.testing.assert_series_equal(lib.read("v").data, series, check_freq=False)
+    with pytest.raises(NormalizationException):
+        lib.append("v", _df(1, "2025-01-01"))  # with rows, the kinds must match
+
+
+def test_finalize_appends_staged_rows_after_the_stored_row_numbers(lib: adb.Library) -> None:
+    lib.write("r", pd.DataFrame({"a": [0, 1, 2]}))
+    lib.write("r", pd.DataFrame({"a": [3, 4]}, index=pd.RangeIndex(10, 12)), staged=True)
+    assert lib.finalize_staged_data("r", mode="append").version == 1
+    pd.testing.assert_frame_equal(lib.read("r").data, pd.DataFrame({"a": [0, 1, 2, 3, 4]}))

@@ -81,7 +81,10 @@ def test_row_ranges_and_columns(lib: Any, cols: Any, rows: tuple[int, int]) -> N
     lib.write("s", df)
     got = _both(lib, "s", row_range=rows, columns=cols)
     want = df.iloc[rows[0] : rows[1]]
-    assert_frame_equal(got, want if cols is None else want[[c for c in df.columns if c in cols]])
+    want = want if cols is None else want[[c for c in df.columns if c in cols]]
+    if cols == []:  # as ArcticDB: a read of no column has an empty RangeIndex of columns
+        want = want.set_axis(pd.RangeIndex(0), axis=1)
+    assert_frame_equal(got, want)
 
 
 @pytest.mark.parametrize("library_options", TILED, indirect=True)

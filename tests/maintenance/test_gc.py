@@ -111,3 +111,17 @@ def test_gc_refuses_to_delete_when_a_kept_versions_index_node_is_missing(lib: ad
     lib.delete("t", versions=[1])  # the clean-up cannot walk version 0: it deletes nothing
     assert _data_keys(lib) >= before
     pd.testing.assert_frame_equal(lib.read("s").data, pd.concat([_df(2, 5.0), _df(7).iloc[2:]]), check_freq=False)
+
+
+def test_gc_keeps_a_first_version_whose_ref_was_never_written(s3_uri: str) -> None:
+    # on S3 a writer killed after creating a new symbol's version key, before its ref, leaves a
+    # live version (the ref is a hint, readers follow the chain): gc must keep its data
+    lib = adb.Arctic(s3_uri).create_library("gc", adb.LibraryOptions(rows_per_segment=3))
+    lib.write("other", _df(2))
+    lib.write("s", _df(7))
+    lib._store.delete([lib._keys.ref("s")])
+    assert lib.read("s").version == 0
+    report = lib.gc(grace_period=0)
+    assert report.deleted == 0
+    pd.testing.assert_frame_equal(lib.read("s").data, _df(7), check_freq=False)
+    assert lib.read("s", as_of=0).version == 0
