@@ -133,6 +133,7 @@ from arcticlite.version import (
 MAX_SNAPSHOT_NAME = 254
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def _mutates(fn: F) -> F:
@@ -625,7 +626,13 @@ class Library:
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
         table, meta = self._normalize(data, index_column, to_store=True)
-        sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
+        try:
+            sorted_new = self._check_sorted(table, meta, "append") if validate_index else norm.sortedness(table, meta)
+        except UnsortedDataException:
+            base = self._engine.latest_live(sym)
+            if base is not None and base.pickled:  # ArcticDB names this first
+                raise InternalException(f"E_RUNTIME_ERROR Cannot append to pickled data (symbol {sym!r})") from None
+            raise
         op = Append(engine, sym, table, meta, sorted_=sorted_new, metadata=self._pickle_meta(metadata),
                     validate_index=validate_index)
         rec = self._apply(sym, op, prune_previous_versions)
@@ -1119,6 +1126,9 @@ class Library:
         if rec.pickled:
             if query_builder is not None:
                 raise InternalException(f"E_RUNTIME_ERROR Cannot filter pickled data of symbol {sym!r}")
+            if columns is not None and not len(columns) and date_range is None and row_range is None:
+                raise UserInputException(  # ArcticDB's class for this one
+                    f"E_INVALID_USER_ARGUMENT Reading index columns is not supported with pickled data (symbol {sym!r})")
             if date_range is not None or row_range is not None or columns is not None:
                 raise InternalException("E_ASSERTION_FAILURE: Cannot perform processing (columns, date_range, "
                                         f"row_range) on pickled data of symbol {sym!r}")
@@ -2947,9 +2957,10 @@ class Library:
         batch.check_unique(args.payloads(update_payloads, UpdatePayload, "update_batch"), "update_batch")
         batch.check_payload_data(update_payloads)
         batch.check_metadata_size(update_payloads)
-        return self._run_batch("update_batch", update_payloads, lambda p: self.update(
-            p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
-            prune_previous_versions=prune_previous_versions, index_column=p.index_column), lambda p: p.symbol)
+        return self._run_batch("update_batch", update_payloads, lambda p: self._missing_as_no_data(
+            p.symbol, lambda: self.update(p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
+                                          prune_previous_versions=prune_previous_versions,
+                                          index_column=p.index_column)), lambda p: p.symbol)
 
     @_mutates
     def write_metadata_batch(self, write_metadata_payloads: list[WriteMetadataPayload],
@@ -3262,5 +3273,16 @@ class Library:
         >>> [i.version for i in lib.compact_data_batch(["S"])], len(lib.inspect_index("S"))
         ([3], 1)
         """
-        return self._run_batch("compact_data_batch", list(symbols), lambda s: self.compact_data(s, rows_per_segment, prune_previous_versions),
-                               lambda s: s)
+        return self._run_batch("compact_data_batch", list(symbols), lambda s: self._missing_as_no_data(
+            s, lambda: self.compact_data(s, rows_per_segment, prune_previous_versions)), lambda s: s)
+
+    def _missing_as_no_data(self, sym: str, fn: Callable[[], T]) -> T:
+        """``fn()``; when it fails on a symbol without a live version, a ``NoDataFoundException``
+        instead: a batch's ``DataError`` then says missing data (``E_NO_SUCH_VERSION``), as
+        ArcticDB's does."""
+        try:
+            return fn()
+        except (InternalException, StorageException) as exc:
+            if isinstance(exc, NoDataFoundException) or self._engine.latest_live(sym) is not None:
+                raise
+            raise NoDataFoundException(str(exc)) from exc

@@ -125,3 +125,20 @@ def test_finalize_appends_staged_rows_after_the_stored_row_numbers(lib: adb.Libr
     lib.write("r", pd.DataFrame({"a": [3, 4]}, index=pd.RangeIndex(10, 12)), staged=True)
     assert lib.finalize_staged_data("r", mode="append").version == 1
     pd.testing.assert_frame_equal(lib.read("r").data, pd.DataFrame({"a": [0, 1, 2, 3, 4]}))
+
+
+def test_batches_report_a_missing_symbol_as_missing_data(lib: adb.Library) -> None:
+    got = lib.compact_data_batch(["nope"]) + lib.update_batch([adb.UpdatePayload("nope", _df())])
+    assert [(e.error_code, e.error_category) for e in got] == \
+        [(adb.ErrorCode.E_NO_SUCH_VERSION, adb.ErrorCategory.MISSING_DATA)] * 2
+
+
+def test_pickled_data_errors_come_in_arcticdbs_order(lib: adb.Library) -> None:
+    lib.write_pickle("p", [1])
+    with pytest.raises(UserInputException):
+        lib.read("p", columns=[])
+    with pytest.raises(InternalException, match="pickled"):
+        lib.read("p", columns=["x"])
+    with pytest.raises(InternalException, match="pickled") as info:
+        lib.append("p", _df(4).iloc[[2, 0, 3, 1]])  # pickled before unsorted, as ArcticDB
+    assert not isinstance(info.value, UnsortedDataException)
