@@ -10,7 +10,7 @@ Switch from ArcticDB by changing one import::
 
 import os as _os
 
-from arcticlite import config, exceptions
+from arcticlite import config, exceptions, options
 from arcticlite.config import set_config_from_env_vars
 from arcticlite.library import (
     Arctic,
@@ -92,6 +92,7 @@ __all__ = [
     "concat",
     "config",
     "exceptions",
+    "options",
     "set_config_from_env_vars",
     "where",
 ]

@@ -52,6 +52,7 @@ TOP_LEVEL = [
     "concat",
     "config",
     "exceptions",
+    "options",
     "set_config_from_env_vars",
     "where",
 ]

@@ -15,6 +15,7 @@ from arcticlite.exceptions import (
     LibraryNotFound,
     MismatchingLibraryOptions,
     PermissionException,
+    UnsupportedLibraryOptionValue,
     UserInputException,
 )
 from arcticlite.library._library import Library
@@ -603,6 +604,10 @@ class Arctic:
         self._refuse_write("modify_library_option")
         if library.read_only:
             library._refuse_write("modify_library_option")
+        if field in ("dedup", "prune_previous_versions", "recursive_normalizers") \
+                and isinstance(value, int | float) and not isinstance(value, bool):
+            raise UnsupportedLibraryOptionValue(
+                f"{option.name} only supports bool values, got {value!r}")  # ArcticDB's class here
         new = dataclasses.replace(library.options(), **{field: value})
         self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, {"options": new.to_json(), "name": library.name}))
         library._options = new

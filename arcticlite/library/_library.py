@@ -1150,7 +1150,12 @@ class Library:
                     raise CorruptDataError(f"pickled data does not load ({type(exc).__name__}: {exc})") from exc
         plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=args.row_range(row_range),
                                 columns=columns, query_builder=query_builder, judge_when_decoding=True)
-        return self._table.read(plan, self._output(output_format), strings=strings)
+        out = self._table.read(plan, self._output(output_format), strings=strings)
+        pd = sys.modules.get("pandas")
+        if columns is not None and not plan.columns and pd is not None and isinstance(out, pd.Series):
+            # a series read without its column: an empty series, as ArcticDB gives
+            return pd.Series([], index=pd.RangeIndex(0), name=out.name, dtype=object)
+        return out
 
     def _explain(self, symbol: str, query_builder: Any, *, as_of: Any = None, date_range: Any = None,
                  row_range: tuple[int, int] | None = None, columns: list[Any] | None = None) -> ReadExplain:

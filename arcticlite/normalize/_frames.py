@@ -841,8 +841,8 @@ def denormalize(
     index = index_from_table(table, meta, nrows)
     if meta.kind == "series":
         name = meta.user_columns[0] if meta.user_columns else None
-        if not data_names:  # its column not read: an empty series, as ArcticDB gives
-            return pd.Series([], index=pd.RangeIndex(0), name=name, dtype=object)
+        if not data_names:
+            return pd.Series(index=index, name=name, dtype="float64")
         values = _values(table, data_names[0], meta.describe(data_names[:1])[1][0])
         return pd.Series(values, index=index, name=name, dtype=values.dtype, copy=False)
     if meta.kind == "ndarray":
@@ -871,6 +871,10 @@ def _ndarray_from_table(table: pa.Table, meta: NormMeta, data_names: list[str]) 
         np.asarray(arrow_to_pandas(table.column(n), h))
         for n, h in zip(data_names, hints, strict=True)
     ]
+    if dtype is not None and dtype.kind in "SU":
+        # as wide as the longest value read, not as the first write (appends may be wider)
+        width = max((int(np.char.str_len(c.astype(dtype.kind)).max(initial=0)) for c in cols), default=0)
+        dtype = np.dtype(f"{dtype.byteorder if dtype.byteorder != '|' else ''}{dtype.kind}{max(1, width)}")
     if meta.shape is not None and len(meta.shape) == 1:
         out = cols[0] if cols else np.empty(0, dtype)
         return out.astype(dtype, copy=False) if dtype is not None else out

@@ -221,18 +221,24 @@ def common_schema(
             _static_compatible(a, b) for a, b in zip(old_f, new_f, strict=True)
         ):
             _raise_mismatch(old_f, new_f)
+        static_index = []
         for f in index_fields:
             g = new_index.get(f.name)
             if g is not None and g.type != f.type:
-                raise StreamDescriptorMismatch(
-                    f"The index column {f.name!r} has type {g.type} in the new data but {f.type} "
-                    "in the stored data; cast the index to match"
-                )
+                if not (pa.types.is_null(f.type) or pa.types.is_null(g.type)):
+                    raise StreamDescriptorMismatch(
+                        f"The index column {f.name!r} has type {g.type} in the new data but {f.type} "
+                        "in the stored data; cast the index to match"
+                    )
+                # a level stored without a value (an empty frame) takes the new data's type, as
+                # a data column that was all None does
+                f = pa.field(f.name, _unify_type(f.name, f.type, g.type))
+            static_index.append(f)
         fields = [
             pa.field(n, _unify_type(u, ta, tb))
             for (n, u, ta, _), (_, _, tb, _) in zip(old_f, new_f, strict=True)
         ]
-        out = pa.schema([*index_fields, *fields])
+        out = pa.schema([*static_index, *fields])
         return None if out == _plain(old_schema) and out == _plain(new_schema) else out
     unified_index = []
     for f in index_fields:

@@ -394,7 +394,10 @@ def _date_range(st: _State, bounds: tuple[Any, Any]) -> None:
 def _frame(index: pd.Index, outputs: list[tuple[str, pa.ChunkedArray]]) -> tuple[pa.Table, Any]:
     from arcticlite.normalize import normalize
 
-    data = {name: arr.to_pandas() for name, arr in outputs}
+    # a bool aggregate of a group without values is False, as a plain read shows a missing bool
+    # (ArcticDB's result); other missing values stay NaN / None
+    data = {name: (arr.fill_null(False) if pa.types.is_boolean(arr.type) and arr.null_count else arr).to_pandas()
+            for name, arr in outputs}
     df = pd.DataFrame({k: v.to_numpy() if isinstance(v, pd.Series) else v for k, v in data.items()}, index=index)
     if not outputs:
         df = pd.DataFrame(index=index)

@@ -140,10 +140,14 @@ def _td(v: Val) -> str:
 
 
 def scalar_type(v: Any) -> pa.DataType:
-    """ArcticDB types an integer literal by the smallest type holding it (``5`` is uint8)."""
+    """ArcticDB types an integer literal by the smallest type holding it (``5`` is uint8; a
+    numpy integer by the smallest of its signedness: ``np.int64(5)`` is int8)."""
     if isinstance(v, bool | np.bool_):
         return pa.bool_()
-    if isinstance(v, np.integer | np.floating):
+    if isinstance(v, np.integer):
+        kinds = (np.int8, np.int16, np.int32, np.int64) if v.dtype.kind == "i" else (np.uint8, np.uint16, np.uint32, np.uint64)
+        return pa.from_numpy_dtype(np.dtype(next(t for t in kinds if np.iinfo(t).min <= int(v) <= np.iinfo(t).max)))
+    if isinstance(v, np.floating):
         return pa.from_numpy_dtype(v.dtype)
     if isinstance(v, int):
         for t in ((np.uint8, np.uint16, np.uint32, np.uint64) if v >= 0 else (np.int8, np.int16, np.int32, np.int64)):
@@ -398,7 +402,8 @@ class Evaluator:
             return Val("scalar", abs(a.data) if op == "abs" else -a.data, f"{name}({a.text})")
         dt = _num_dtype(a)
         data = a.data
-        if op == "neg" and dt.kind == "u":
+        if (op == "neg" and dt.kind == "u") or (dt.kind == "i" and dt.itemsize < 8):
+            # into the next wider signed type (as ArcticDB): -int8(-128) is 128, not -128 again
             data = data.cast(pa.from_numpy_dtype(np.dtype(f"int{min(64, dt.itemsize * 16)}")))
         return Val("column", pc.abs(data) if op == "abs" else pc.negate(data), f"{name}({a.text})", a.absent)
 

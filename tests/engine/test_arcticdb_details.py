@@ -13,6 +13,7 @@ from arcticlite.exceptions import (
     NormalizationException,
     SchemaException,
     UnsortedDataException,
+    UnsupportedLibraryOptionValue,
     UserInputException,
 )
 
@@ -142,3 +143,53 @@ def test_pickled_data_errors_come_in_arcticdbs_order(lib: adb.Library) -> None:
     with pytest.raises(InternalException, match="pickled") as info:
         lib.append("p", _df(4).iloc[[2, 0, 3, 1]])  # pickled before unsorted, as ArcticDB
     assert not isinstance(info.value, UnsortedDataException)
+
+
+def test_appending_longer_strings_to_a_numpy_string_array_keeps_them(lib: adb.Library) -> None:
+    lib.write("s", np.array(["a"]))
+    lib.append("s", np.array(["", "bcd"]))
+    got = lib.read("s").data
+    assert got.tolist() == ["a", "", "bcd"] and got.dtype == np.dtype("<U3")
+
+
+def test_negation_and_abs_widen_small_signed_ints(lib: adb.Library) -> None:
+    lib.write("s", pd.DataFrame({"i8": np.array([-128, 5], "int8")}, index=pd.date_range("2020", periods=2)))
+    q = adb.QueryBuilder()
+    got = lib.read("s", query_builder=q.apply("p", -q["i8"])).data["p"]
+    assert got.dtype == np.int16 and got.tolist() == [128, -5]
+    q = adb.QueryBuilder()
+    assert len(lib.read("s", query_builder=q[abs(q["i8"]) > 100]).data) == 1
+
+
+def test_numpy_integer_constants_are_typed_by_value(lib: adb.Library) -> None:
+    lib.write("s", pd.DataFrame({"u8": np.array([1, 250], "uint8")}, index=pd.date_range("2020", periods=2)))
+    for k, dtype in [(np.int64(7), np.int16), (np.int64(300), np.int32), (np.uint64(7), np.uint16), (7, np.uint16)]:
+        q = adb.QueryBuilder()
+        assert lib.read("s", query_builder=q.apply("p", q["u8"] + k)).data["p"].dtype == dtype
+
+
+def test_bool_min_max_of_a_group_without_values_is_false(tmp_path) -> None:
+    lib = adb.Arctic(f"lmdb://{tmp_path}/dyn").get_library(
+        "d", create_if_missing=True, library_options=adb.LibraryOptions(dynamic_schema=True))
+    lib.write("s", pd.DataFrame({"k": [1, 2], "v": [True, False]}, index=pd.date_range("2020", periods=2, freq="h")))
+    lib.append("s", pd.DataFrame({"k": [3]}, index=pd.date_range("2020-01-02", periods=1, freq="h")))
+    got = lib.read("s", query_builder=adb.QueryBuilder().groupby("k").agg({"v": "max"})).data
+    assert got["v"].dtype == bool and got["v"].tolist() == [True, False, False]
+
+
+def test_an_empty_multiindex_frame_takes_the_types_of_later_rows(lib: adb.Library) -> None:
+    empty = pd.MultiIndex.from_arrays([pd.DatetimeIndex([]), pd.Index([], dtype=object)], names=["d", "k"])
+    lib.write("s", pd.DataFrame({"x": pd.Series([], dtype="float64")}, index=empty))
+    rows = pd.DataFrame({"x": [1.0, 2.0]},
+                        index=pd.MultiIndex.from_arrays([pd.date_range("2020", periods=2), ["a", "b"]], names=["d", "k"]))
+    assert lib.append("s", rows).version == 1
+    pd.testing.assert_frame_equal(lib.read("s").data, rows, check_freq=False)
+
+
+def test_options_module_and_option_value_errors(tmp_path) -> None:
+    assert adb.options.ModifiableLibraryOption.DEDUP is adb.ModifiableLibraryOption.DEDUP
+    ac = adb.Arctic(f"lmdb://{tmp_path}/o")
+    lib = ac.get_library("l", create_if_missing=True)
+    with pytest.raises(UnsupportedLibraryOptionValue):
+        ac.modify_library_option(lib, adb.options.ModifiableLibraryOption.DEDUP, 5)
+    assert lib.options().dedup is False
