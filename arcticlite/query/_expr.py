@@ -144,15 +144,13 @@ def scalar_type(v: Any) -> pa.DataType:
     numpy integer by the smallest of its signedness: ``np.int64(5)`` is int8)."""
     if isinstance(v, bool | np.bool_):
         return pa.bool_()
-    if isinstance(v, np.integer):
-        kinds = (np.int8, np.int16, np.int32, np.int64) if v.dtype.kind == "i" else (np.uint8, np.uint16, np.uint32, np.uint64)
-        return pa.from_numpy_dtype(np.dtype(next(t for t in kinds if np.iinfo(t).min <= int(v) <= np.iinfo(t).max)))
     if isinstance(v, np.floating):
         return pa.from_numpy_dtype(v.dtype)
-    if isinstance(v, int):
-        for t in ((np.uint8, np.uint16, np.uint32, np.uint64) if v >= 0 else (np.int8, np.int16, np.int32, np.int64)):
+    if isinstance(v, int | np.integer):
+        signed = v.dtype.kind == "i" if isinstance(v, np.integer) else v < 0
+        for t in ((np.int8, np.int16, np.int32, np.int64) if signed else (np.uint8, np.uint16, np.uint32, np.uint64)):
             info = np.iinfo(t)
-            if info.min <= v <= info.max:
+            if info.min <= int(v) <= info.max:
                 return pa.from_numpy_dtype(np.dtype(t))
         return pa.float64()
     if isinstance(v, float):

@@ -62,6 +62,7 @@ from arcticlite.table._ops import (
     data_record,
     describe_types,
     index_bounds,
+    same_data,
 )
 from arcticlite.table._read import meta_of, schema_of
 from arcticlite.table._segments import read_segments, write_segments
@@ -409,7 +410,7 @@ class Merge(Operation):
         stored = base.index.rows if base.index is not None and not base.pickled else -1
         if self.table.num_rows == 0 or (stored == 0 and not self.spec.insert):
             # nothing to match: the same data as a new version (ArcticDB checks nothing)
-            return base.with_(kind="update", dead=head.dead if head else (), latest_live=seq, metadata=metadata)
+            return same_data(head, base, seq, "update", metadata)
         if stored == 0:  # nothing stored: every source row is inserted, the source's schema becomes the symbol's
             return self._write_source(head, seq, "update", metadata)
         bmeta, bschema, keys = self._check(base)
@@ -433,7 +434,7 @@ class Merge(Operation):
             self._deltas = {base.seq: self._delta_leaves(base, bmeta, bschema, keys)}
         new, inserted, deleted, lo, hi = self._deltas[base.seq]
         if not len(new):  # nothing changed: the same data as a new version
-            return base.with_(kind="update", dead=head.dead if head else (), latest_live=seq, metadata=metadata)
+            return same_data(head, base, seq, "update", metadata)
         info = delta_info(base) or {"layers": 0, "base_rows": base.index.rows if base.index else 0,
                                     "delta_rows": 0, "delta_segments": 0}
         info["layers"] += 1

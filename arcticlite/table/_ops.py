@@ -116,7 +116,7 @@ def same_data(head: VersionRecord | None, base: VersionRecord, seq: int, kind: s
               metadata: bytes | None) -> VersionRecord:
     """A new version of ``base``'s data with ``metadata``: what ArcticDB makes of an empty
     append or update, whatever the type of the empty object (a frame to a series, anything
-    to pickled data)."""
+    to pickled data), and of a merge that changes nothing."""
     return base.with_(kind=kind, dead=head.dead if head is not None else (), latest_live=seq, metadata=metadata)
 
 
@@ -452,13 +452,12 @@ class ReplaceRange(Operation):
             parts.append(shifted(self.new_leaves, n_before, row_numbers_index=False))
         rows = np.concatenate(parts)
         cursor = int(rows["end_row"].max()) if len(rows) else 0
-        shift = cursor - int(after["start_row"].min()) if len(after) else 0
-        if len(after):
-            rows = np.concatenate([rows, shifted(after, shift, row_numbers_index=False)])
         # row slices that began inside a segment keep beginning there, wherever their rows moved
-        after_start = int(after["start_row"].min()) if len(after) else None
-        cuts = [c for c in slice_cuts(base) if 0 < c < n_before] + \
-            ([c + shift for c in slice_cuts(base) if c > after_start] if after_start is not None else [])
+        cuts = [c for c in slice_cuts(base) if 0 < c < n_before]
+        if len(after):
+            after_start = int(after["start_row"].min())
+            rows = np.concatenate([rows, shifted(after, cursor - after_start, row_numbers_index=False)])
+            cuts += [c + cursor - after_start for c in slice_cuts(base) if c > after_start]
         # update sets its metadata (None included); delete_data_in_range keeps the version's
         metadata = self.metadata if self.kind == "update" else base.metadata
         first = int(rows["min_index"].min()) if len(rows) else None
@@ -655,8 +654,9 @@ class Finalize(Operation):
             last=self.last if self.last is not None else base.last_index,
             sorted_=sorted_, metadata=self.metadata,
         )
-        if slice_cuts(base):  # the stored rows keep their row slices
-            rec.extra[SLICES] = list(slice_cuts(base))
+        cuts = slice_cuts(base)
+        if cuts:  # the stored rows keep their row slices
+            rec.extra[SLICES] = list(cuts)
         return rec
 
 
