@@ -104,7 +104,7 @@ def _readable_index(frame: pd.DataFrame, lib: adb.Library, symbol: str, version:
     if not len(frame) or "min_index" not in frame.columns:
         return frame
     d = lib.get_description(symbol, as_of=version)
-    if not d.index or "NANOSECONDS" not in str(d.index[0].dtype) and "DATETIME" not in str(d.index[0].dtype):
+    if not d.index or "NANOSECONDS" not in d.index[0].dtype.name and "DATETIME" not in d.index[0].dtype.name:
         return frame
     tz = getattr(d.date_range[0], "tz", None)
     out = frame.copy()
@@ -130,9 +130,9 @@ def _describe(lib: adb.Library, symbol: str, version: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "symbol": symbol, "library": lib.name, "version": vid, "live_versions": len(live),
         "created": d.last_update_time.isoformat(), "rows": d.row_count, "index_type": d.index_type,
-        "index": [{"name": c.name, "dtype": c.dtype} for c in d.index],
+        "index": [{"name": c.name, "dtype": c.dtype.name} for c in d.index],
         "date_range": None if pd.isna(d.date_range[0]) else [str(d.date_range[0]), str(d.date_range[1])],
-        "sorted": d.sorted, "columns": [{"name": c.name, "dtype": c.dtype} for c in d.columns],
+        "sorted": d.sorted, "columns": [{"name": c.name, "dtype": c.dtype.name} for c in d.columns],
     }
     idx = lib.inspect_index(symbol, as_of=version)
     out["segments"] = len(idx)

@@ -354,7 +354,13 @@ class Arctic:
         >>> ac["prices"].read_only
         False
         """
-        name = _check_library_name(name)
+        try:
+            name = _check_library_name(name)
+        except UserInputException:
+            if create_if_missing or not isinstance(name, str) or not name:
+                raise
+            # a name no library may have is simply not found, as ArcticDB reports it
+            raise LibraryNotFound(f"Library [{name}] does not exist; create it with create_library()") from None
         if library_options is not None and not create_if_missing:
             raise ArcticInvalidApiUsageException(
                 "library_options are only used when creating a library: pass create_if_missing=True"

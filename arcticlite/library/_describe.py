@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from arcticlite import format as fermion
 from arcticlite.index import FLAG_DELTA, FLAG_OPEN_TAIL, hex_digests
-from arcticlite.library._types import NameWithDType, SymbolDescription
+from arcticlite.library._types import NameWithDType, SymbolDescription, TypeDescriptor
 from arcticlite.normalize import type_name
 from arcticlite.storage import KVStore
 from arcticlite.table import DELTAS, meta_of, schema_of
@@ -22,33 +23,41 @@ def utc(ns: int) -> pd.Timestamp:
     return pd.Timestamp(ns, unit="ns", tz="UTC")
 
 
+def _td(typ: pa.DataType | str) -> TypeDescriptor:
+    """The type descriptor of a stored type; a column of None only (Arrow's null type) is
+    described as the string column it reads as, as ArcticDB describes it."""
+    if isinstance(typ, str):
+        return TypeDescriptor(typ)
+    return TypeDescriptor("UTF_DYNAMIC64" if pa.types.is_null(typ) else type_name(typ))
+
+
 def describe(rec: VersionRecord) -> SymbolDescription:
     """Columns, index, row count, date range and sortedness of the data version ``rec``."""
     when = utc(rec.created_ns)
     nat = (np.datetime64("NaT"), np.datetime64("NaT"))
     if rec.pickled:
         return SymbolDescription(
-            columns=(NameWithDType("bytes", "UINT64"),), index=(), index_type="NA",
+            columns=(NameWithDType("bytes", _td("UINT64")),), index=(), index_type="NA",
             row_count=None, last_update_time=when, date_range=nat, sorted="UNKNOWN",
         )
     meta = meta_of(rec)
     schema = schema_of(rec)
     n_index = len(meta.index_columns)
-    cols = tuple(NameWithDType(u, type_name(schema.field(n_index + i).type)) for i, u in enumerate(meta.user_columns))
+    cols = tuple(NameWithDType(u, _td(schema.field(n_index + i).type)) for i, u in enumerate(meta.user_columns))
     if meta.index_kind in ("range", "none"):
-        index: tuple[NameWithDType, ...] = (NameWithDType(meta.index_names[0] if meta.index_names else None, "INT64"),)
+        index: tuple[NameWithDType, ...] = (NameWithDType(meta.index_names[0] if meta.index_names else None, _td("INT64")),)
         itype = "index"
     else:
         names = meta.index_names or tuple(meta.index_columns)
-        index = tuple(NameWithDType(n, type_name(schema.field(i).type)) for i, n in enumerate(names))
+        index = tuple(NameWithDType(n, _td(schema.field(i).type)) for i, n in enumerate(names))
         itype = "multi_index" if meta.index_kind == "multi" else "index"
     if meta.kind in ("series", "ndarray"):
         index, itype = (), "NA"
     if meta.written_empty:  # described as ArcticDB describes a line begun by a 0-row write
         label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
-        cols = (NameWithDType(label, "NANOSECONDS_UTC64"), *cols)
+        cols = (NameWithDType(label, _td("NANOSECONDS_UTC64")), *cols)
         if index:
-            index = (NameWithDType(label, "NANOSECONDS_UTC64"),)
+            index = (NameWithDType(label, _td("NANOSECONDS_UTC64")),)
     dr: tuple[Any, Any] = nat
     if meta.index_kind == "datetime" and rec.first_index is not None and rec.sorted != "UNSORTED":
         a, b = pd.Timestamp(rec.first_index, unit="ns"), pd.Timestamp(rec.last_index, unit="ns")

@@ -125,15 +125,105 @@ class VersionInfo(NamedTuple):
         return f"(date={self.date}, deleted={self.deleted}, snapshots={self.snapshots})"
 
 
+class DataType(enum.IntEnum):
+    """The stored value types, with ArcticDB's names and numbers
+    (``TypeDescriptor.data_type()``)."""
+    UINT8 = 9
+    UINT16 = 10
+    UINT32 = 11
+    UINT64 = 12
+    INT8 = 17
+    INT16 = 18
+    INT32 = 19
+    INT64 = 20
+    FLOAT32 = 27
+    FLOAT64 = 28
+    BOOL8 = 33
+    NANOSECONDS_UTC64 = 44
+    ASCII_FIXED64 = 60
+    UTF_FIXED64 = 68
+    UTF_DYNAMIC64 = 92
+    ASCII_DYNAMIC64 = 100
+
+
+class ValueType(enum.IntEnum):
+    """The kind of a stored value type, with ArcticDB's names and numbers
+    (``TypeDescriptor.value_type``)."""
+    UINT = 1
+    INT = 2
+    FLOAT = 3
+    BOOL = 4
+    NANOSECONDS_UTC = 5
+    ASCII_FIXED = 7
+    UTF8_FIXED = 8
+    BYTES = 9
+    UTF_DYNAMIC = 11
+    EMPTY = 13
+    BOOL_OBJECT = 14
+
+
+_VALUE_TYPES = {"UINT": ValueType.UINT, "INT": ValueType.INT, "FLOAT": ValueType.FLOAT, "BOOL": ValueType.BOOL,
+                "NANOSECONDS_UTC": ValueType.NANOSECONDS_UTC, "ASCII_FIXED": ValueType.ASCII_FIXED,
+                "UTF_FIXED": ValueType.UTF8_FIXED, "UTF_DYNAMIC": ValueType.UTF_DYNAMIC,
+                "ASCII_DYNAMIC": ValueType.BYTES}
+
+
+class TypeDescriptor:
+    """The stored type of a column, as ArcticDB's ``TypeDescriptor``: ``data_type()`` gives the
+    :class:`DataType`, ``dimension`` 0 (a scalar per row), ``value_type`` its kind; printed
+    ``TD<type=INT64, dim=0>``. arcticlite adds ``name`` (``"INT64"``) and compares equal to that
+    name, so ``desc.columns[0].dtype == "INT64"`` holds. A type ArcticDB cannot store (arcticlite's
+    wider types, e.g. ``DATE32[DAY]`` or ``DECIMAL128(10, 2)``) has its Arrow name, upper case, as
+    ``data_type()`` and ``value_type`` ``None``.
+
+    Examples
+    --------
+    >>> import pandas as pd, arcticlite as adb
+    >>> lib = adb.Arctic("mem://").create_library("demo")
+    >>> _ = lib.write("S", pd.DataFrame({"px": [1.0]}))
+    >>> td = lib.get_description("S").columns[0].dtype
+    >>> td, td.data_type(), td.dimension, td.name
+    (TD<type=FLOAT64, dim=0>, <DataType.FLOAT64: 28>, 0, 'FLOAT64')
+    """
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def data_type(self) -> DataType | str:
+        return DataType.__members__.get(self.name, self.name)
+
+    @property
+    def dimension(self) -> int:
+        return 0
+
+    @property
+    def value_type(self) -> ValueType | None:
+        return _VALUE_TYPES.get(self.name.rstrip("0123456789")) if self.name in DataType.__members__ else None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TypeDescriptor):
+            return self.name == other.name
+        if isinstance(other, str):
+            return self.name == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"TD<type={self.name}, dim=0>"
+
+
 class NameWithDType(NamedTuple):
-    """A column of a :class:`SymbolDescription`: its name and dtype.
+    """A column of a :class:`SymbolDescription`: its name and stored type.
 
     Attributes
     ----------
     name : Any
         The column's name (the index's, for an index level).
-    dtype : numpy.dtype or str
-        Its dtype as pandas would read it.
+    dtype : TypeDescriptor
+        Its stored type (``dtype.data_type()`` is a :class:`DataType`).
 
     Examples
     --------

@@ -193,3 +193,27 @@ def test_options_module_and_option_value_errors(tmp_path) -> None:
     with pytest.raises(UnsupportedLibraryOptionValue):
         ac.modify_library_option(lib, adb.options.ModifiableLibraryOption.DEDUP, 5)
     assert lib.options().dedup is False
+
+
+def test_description_types_are_type_descriptors(lib: adb.Library) -> None:
+    lib.write("s", pd.DataFrame({"i": [1, 2], "f": [0.5, 1.0], "s": ["x", "y"], "n": [None, None]},
+                                index=pd.date_range("2024-01-01", periods=2, tz="UTC")))
+    d = lib.get_description("s")
+    tds = [c.dtype for c in d.columns]
+    assert [td.data_type() for td in tds] == [adb.library.DataType.INT64, adb.library.DataType.FLOAT64,
+                                              adb.library.DataType.UTF_DYNAMIC64, adb.library.DataType.UTF_DYNAMIC64]
+    assert repr(tds[0]) == "TD<type=INT64, dim=0>" and tds[0].dimension == 0
+    assert tds[0].value_type == adb.library.ValueType.INT and tds[2].value_type == adb.library.ValueType.UTF_DYNAMIC
+    assert d.index[0].dtype.data_type() == adb.library.DataType.NANOSECONDS_UTC64
+    assert tds[0] == "INT64" and tds[0] != tds[1]  # arcticlite also compares a descriptor with its type's name
+
+
+def test_get_library_of_a_name_no_library_may_have_is_not_found(tmp_path) -> None:
+    ac = adb.Arctic(f"lmdb://{tmp_path}/n")
+    with pytest.raises(adb.exceptions.LibraryNotFound):
+        ac.get_library("a*b")
+    with pytest.raises(adb.exceptions.LibraryNotFound):
+        ac["a*b"]
+    with pytest.raises(UserInputException):
+        ac.get_library("a*b", create_if_missing=True)
+    assert ac.list_libraries() == []

@@ -31,7 +31,7 @@ def test_a_frame_from_a_2d_array_reads_back_exactly(lib, dtype: str) -> None:
     lib.write("s", df)
     out = lib.read("s").data
     pd.testing.assert_frame_equal(out, df, check_freq=False)
-    assert [str(d.dtype) for d in lib.get_description("s").columns] == [dtype.upper()] * 5
+    assert [d.dtype.name for d in lib.get_description("s").columns] == [dtype.upper()] * 5
     # rows across a segment boundary, and one column of the block
     part = lib.read("s", row_range=(MIN_ROWS - 3, MIN_ROWS + 3), columns=["c3"]).data
     pd.testing.assert_frame_equal(part, df.iloc[MIN_ROWS - 3:MIN_ROWS + 3][["c3"]], check_freq=False)

@@ -489,7 +489,7 @@ def test_get_description(lib: Library) -> None:
     lib.write("s", df)
     d = lib.get_description("s")
     assert [c.name for c in d.columns] == ["i", "f", "s", "b", "t"]
-    assert [str(c.dtype) for c in d.columns] == ["INT32", "FLOAT64", "UTF_DYNAMIC64", "BOOL8", "NANOSECONDS_UTC64"]
+    assert [c.dtype.name for c in d.columns] == ["INT32", "FLOAT64", "UTF_DYNAMIC64", "BOOL8", "NANOSECONDS_UTC64"]
     assert d.index[0].name == "ts"
     assert d.index_type == "index"
     assert d.row_count == 6
