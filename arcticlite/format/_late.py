@@ -636,24 +636,29 @@ def _take_known(cm: ColumnMeta, known: _Column, ivs: Intervals, rows: np.ndarray
     pages = sorted(known.pages, key=lambda pg: pg.first)
     if not pages or node.kind not in (BINARY, FIXED):
         return None
-    firsts = np.array([pg.first for pg in pages], dtype=np.int64)
-    which = np.searchsorted(firsts, rows, "right") - 1
-    if n and (int(which.min()) < 0 or bool((rows - firsts[which] >= np.array([pg.count for pg in pages])[which]).any())):
-        return None
-    ks, at = np.unique(which, return_index=True)
-    bounds = [*at.tolist(), n]
+    if len(pages) == 1:  # one page holds them all (the common case): no search
+        if n and (int(rows[0]) < pages[0].first or int(rows[-1]) >= pages[0].first + pages[0].count):
+            return None
+        ks_list, bounds = [0], [0, n]
+    else:
+        firsts = np.array([pg.first for pg in pages], dtype=np.int64)
+        which = np.searchsorted(firsts, rows, "right") - 1
+        if n and (int(which.min()) < 0 or bool((rows - firsts[which] >= np.array([pg.count for pg in pages])[which]).any())):
+            return None
+        ks, at = np.unique(which, return_index=True)
+        ks_list, bounds = ks.tolist(), [*at.tolist(), n]
     if node.kind == FIXED:
         if any(pg.values is None for pg in pages):
             return None
         out = np.empty(n, dtype=pages[0].values.dtype)  # type: ignore[union-attr]
-        for j, k in enumerate(ks.tolist()):
+        for j, k in enumerate(ks_list):
             pg = pages[k]
             lo, hi = int(bounds[j]), int(bounds[j + 1])
             out[lo:hi] = take_values(pg.values, rows[lo:hi] - pg.first)
         return lambda: pa.Array.from_buffers(node.type, n, [None, pa.py_buffer(out)])
     odt = np.dtype(cm.specs[node.streams[1]].dtype)
     parts: list[tuple[np.ndarray, np.ndarray] | None] = []
-    for j, k in enumerate(ks.tolist()):
+    for j, k in enumerate(ks_list):
         pg = pages[k]
         rel = rows[int(bounds[j]) : int(bounds[j + 1])] - pg.first
         sel = pg.codes_at(rel) if pg.is_dict else rel

@@ -149,6 +149,8 @@ class FermionReader:
         self._bloom_dir: B.Directory | None | bool = False
         self._blooms: dict[int, Any] = {}
         self._matched: tuple[Intervals, dict[int, Any]] | None = None  # see match_rows
+        self.ruled_out = 0
+        """Rows of the last :meth:`match_rows`'s range its statistics and Bloom filters ruled out."""
 
     # ------------------------------------------------------------------ properties
     @property
@@ -571,12 +573,14 @@ class FermionReader:
         and codes. With :meth:`take`: late materialisation. ``prune=False``: the caller already
         judged the statistics and Bloom filters (``rows``), they are not read again."""
         terms = F.parse(filter)
+        a, b = (0, self.num_rows) if row_range is None else \
+            (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
         if prune:
             ivs = self._candidates(terms, row_range, bloom=True)
+            self.ruled_out = max(0, b - a) - sum(y - x for x, y in ivs)
         else:
-            a, b = (0, self.num_rows) if row_range is None else \
-                (max(0, int(row_range[0])), min(self.num_rows, int(row_range[1])))
             ivs = [(a, b)] if a < b else []
+            self.ruled_out = 0
         if rows is not None:
             ivs = intersect_intervals(ivs, merge_intervals([(max(0, int(a)), min(self.num_rows, int(b)))
                                                             for a, b in rows]))

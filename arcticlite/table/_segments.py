@@ -511,6 +511,36 @@ def _first_item(reader: fermion.FermionReader, col: str, p: dict[str, Any]) -> i
 RULED_OUT = pa.table({})
 
 
+class Judging:
+    """Whether judging a segment's statistics and Bloom filters before decoding its filter
+    columns still pays, within one read (late materialisation).
+
+    Judging costs metadata work per segment (page min/max, the Bloom filter) and pays only
+    when it rules rows out. Once :data:`FUTILE_RUN` segments in a row have had nothing ruled
+    out (every segment holds every value: random tickers, ``x > 0.999`` over uniform values),
+    only every :data:`FUTILE_RUN`-th segment is judged; any segment that has rows ruled out
+    brings judging back for every segment. Results never depend on it: a segment not judged
+    decodes its filter columns and the query filters every row exactly."""
+
+    __slots__ = ("futile", "skipped")
+
+    FUTILE_RUN = 8
+
+    def __init__(self) -> None:
+        self.futile = 0  # segments judged in a row with nothing ruled out
+        self.skipped = 0  # segments not judged since the last judged one
+
+    def due(self) -> bool:
+        if self.futile < self.FUTILE_RUN or self.skipped + 1 >= self.FUTILE_RUN:
+            self.skipped = 0
+            return True
+        self.skipped += 1
+        return False
+
+    def record(self, ruled_out: bool) -> None:
+        self.futile = 0 if ruled_out else self.futile + 1
+
+
 @dataclass(frozen=True, slots=True)
 class _Job:
     pos: int  # position in ``leaves``
@@ -524,6 +554,7 @@ class _Job:
     text: tuple[str, ...] = ()  # string columns whose NaN-rows companions to read too
     judged: bool = False  # ``late`` was judged on this segment's statistics while planning
     codes: tuple[str, ...] = ()  # string columns to return dictionary-encoded (read_segments' code_keys)
+    judging: Judging | None = None  # shared by the read's late jobs: whether to judge statistics first
 
 
 def _decode(src: Any, job: _Job, *, dynamic: bool, index_name: str | None,
@@ -591,7 +622,10 @@ def _decode_plain(reader: fermion.FermionReader, job: _Job, cols: list[str], *, 
     lo, hi = job.lo, job.hi
     if job.late is not None and hi > lo:
         # late materialisation: the filter columns first, then only the rows that may pass
-        sel = reader.match_rows(list(job.late), (lo, hi), rows=job.rows, prune=not job.judged)
+        judge = not job.judged and (job.judging is None or job.judging.due())
+        sel = reader.match_rows(list(job.late), (lo, hi), rows=job.rows, prune=judge)
+        if judge and job.judging is not None:
+            job.judging.record(reader.ruled_out > 0)
         considered = hi - lo if job.rows is None else sum(b - a for a, b in job.rows)
         if len(sel) * LATE_MAX_FRACTION <= considered:
             if stats is not None:
@@ -722,6 +756,7 @@ def read_segments(
     late_cols = {t[0] for t in simple_terms(filters)} if filters and not dynamic else set()
     text = {f.name for f in out_schema if _is_text(f.type)} if nan_rows else set()
     jobs = []
+    judging = Judging() if late_cols and not judged else None
     for i in range(len(leaves)):
         c0, c1 = int(leaves[i]["start_col"]), int(leaves[i]["end_col"])
         data = [data_names[p] for p in wanted_pos if c0 <= p < c1]
@@ -735,7 +770,7 @@ def read_segments(
             and late_cols.issubset(cols) else None
         jobs.append(_Job(i, keys.tdata(sym, digests[i]), cols, a, b, bool(trim[i]) and rows is None, rows, late,
                          tuple(c for c in data if c in text) if text else (), judged,
-                         tuple(c for c in data if c in coded) if coded else ()))
+                         tuple(c for c in data if c in coded) if coded else (), judging if late else None))
     tables = _fetch_decode(store, jobs, leaves, dynamic=dynamic,
                            index_name=index_names[0] if index_names else None, index_range=use_range,
                            pools=pools or shared(), stats=stats)

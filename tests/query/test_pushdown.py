@@ -346,3 +346,39 @@ def test_explain_under_dynamic_schema(lmdb_uri: str) -> None:
     assert lib.read("s", query_builder=q).data["k"].tolist() == [v]
     ex = q.explain(lib, "s")
     assert ex.rows_returned == 1 and ex.row_groups_pruned_bloom >= 1
+
+
+@pytest.mark.parametrize("first", [0, 12, 28])
+def test_statistics_judged_again_after_a_futile_run_keep_every_row(lmdb_uri: str, monkeypatch: Any,
+                                                                   first: int) -> None:
+    """After a run of segments whose statistics ruled nothing out, late materialisation judges
+    only every few segments; a segment where statistics rule rows out again brings judging
+    back, and the rows are those pandas gives in every case."""
+    from arcticlite import format as fermion
+
+    judged: list[bool] = []
+    real = fermion.FermionReader.match_rows
+
+    def spy(self: Any, *args: Any, prune: bool = True, **kw: Any) -> Any:
+        judged.append(prune)
+        return real(self, *args, prune=prune, **kw)
+
+    monkeypatch.setattr(fermion.FermionReader, "match_rows", spy)
+    lib = make_lib(lmdb_uri)
+    n = 40_000  # 40 segments: k holds 0..6 in segments [first, first + 12) only
+    pos = np.arange(n)
+    inside = (pos >= first * 1_000) & (pos < (first + 12) * 1_000)
+    df = pd.DataFrame({"k": np.where(inside, pos % 7, 100 + pos % 50), "x": pos.astype(float)},
+                      index=pd.date_range("2024-01-01", periods=n, freq="s"))
+    lib.write("s", df)
+    q = QueryBuilder()
+    check(lib, "s", q[q["k"].isin([5, 6, 120])], df[df.k.isin([5, 6, 120])])
+    q = QueryBuilder()
+    check(lib, "s", q[q["k"] < 7], df[df.k < 7])
+    judged.clear()
+    q = QueryBuilder()
+    check(lib, "s", q[q["k"] == 5], df[df.k == 5])
+    assert len(judged) == 40
+    # the 28 segments outside [first, first + 12) are ruled out by their statistics: after the
+    # futile run inside it, at most FUTILE_RUN - 1 of them go unjudged before judging resumes
+    assert judged.count(False) <= _segments.Judging.FUTILE_RUN - 1
