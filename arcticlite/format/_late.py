@@ -654,6 +654,7 @@ def _take_known(cm: ColumnMeta, known: _Column, ivs: Intervals, rows: np.ndarray
         for j, k in enumerate(ks_list):
             pg = pages[k]
             lo, hi = int(bounds[j]), int(bounds[j + 1])
+            assert pg.values is not None
             out[lo:hi] = take_values(pg.values, rows[lo:hi] - pg.first)
         return lambda: pa.Array.from_buffers(node.type, n, [None, pa.py_buffer(out)])
     odt = np.dtype(cm.specs[node.streams[1]].dtype)
