@@ -87,11 +87,12 @@ def check_unique(symbols: list[str], what: str) -> None:
         )
 
 
-def run_batch(pool: Executor, items: list[Any], fn: Callable[[Any], T], sym_of: Callable[[Any], str],
+def run_batch(pool: Executor | None, items: list[Any], fn: Callable[[Any], T], sym_of: Callable[[Any], str],
               as_of_of: Callable[[Any], Any] = lambda _i: None, what: str = "batch") -> list[T | DataError]:
-    """``fn`` of every item, in the batch pool; an ``ArcticException`` comes back in place as a
-    ``DataError`` (other exceptions propagate). A progress bar named ``what`` counts the items
-    done (on terminals only: :mod:`arcticlite.progress`)."""
+    """``fn`` of every item, in the batch pool (None: in turn, in this thread); an
+    ``ArcticException`` comes back in place as a ``DataError`` (other exceptions propagate). A
+    progress bar named ``what`` counts the items done (on terminals only:
+    :mod:`arcticlite.progress`)."""
     if len(items) <= 1:
         return [_one(fn, sym_of, as_of_of, i) for i in items]
     with Progress(len(items), what, unit="symbol") as bar:
@@ -101,7 +102,7 @@ def run_batch(pool: Executor, items: list[Any], fn: Callable[[Any], T], sym_of: 
             finally:
                 bar.update(1)
 
-        return list(pool.map(one, items))
+        return list(pool.map(one, items)) if pool is not None else [one(i) for i in items]
 
 
 def _one(fn: Callable[[Any], T], sym_of: Callable[[Any], str], as_of_of: Callable[[Any], Any],

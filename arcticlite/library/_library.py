@@ -77,7 +77,7 @@ from arcticlite.library._types import (
     string_format_name,
 )
 from arcticlite.query import QueryBuilder
-from arcticlite.storage import KVStore
+from arcticlite.storage import KVStore, MemoryStore
 from arcticlite.table import (
     DEFAULT_GRACE_SECONDS,
     FRAGMENTED_SEGMENT_COUNT,
@@ -134,6 +134,9 @@ MAX_SNAPSHOT_NAME = 254
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
+
+#: Batch calls that only read: on a local store they run in turn in the calling thread.
+_LOCAL_READS = frozenset({"read_batch", "read_metadata_batch", "get_description_batch"})
 
 
 def _mutates(fn: F) -> F:
@@ -429,7 +432,13 @@ class Library:
 
     def _run_batch(self, what: str, items: list[Any], fn: Any, sym_of: Any,
                    as_of_of: Any = lambda _i: None) -> list[Any]:
-        return batch.run_batch(self._table.pools.batch, items, fn, sym_of, as_of_of, what=what)
+        # reads of a local store (LMDB views, memory) are Python work that threads only share
+        # out under the GIL: one after another in this thread is faster (100 reads of 10,000
+        # rows: ~75 ms in turn, 110-150 ms on the batch threads); S3 requests overlap on them
+        store = self._table.store
+        local = type(store).read_view is not KVStore.read_view or isinstance(store, MemoryStore)
+        pool = None if local and what in _LOCAL_READS else self._table.pools.batch
+        return batch.run_batch(pool, items, fn, sym_of, as_of_of, what=what)
 
     # -- writes ---------------------------------------------------------------------------------
     def _writer(self, bloom_min_distinct: int | None | EllipsisType) -> TableEngine:

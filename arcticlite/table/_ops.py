@@ -322,11 +322,12 @@ class Write(Operation):
                  sorted_: str, metadata: bytes | None, kind: str = "write",
                  row_major: list[norm.RowMajorBlock] | None = None) -> None:
         super().__init__(engine, sym)
+        # a table of one segment is written with the commit (one LMDB transaction, one sync)
+        nodes: dict[str, bytes] = {}
         leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                                             is_datetime=meta.index_kind == "datetime", pools=engine.pools,
-                                            row_major=row_major))
+                                            row_major=row_major, sink=nodes))
         table = norm.split_nan_rows(table)[0]
-        nodes: dict[str, bytes] = {}
         self.root = engine.index(sym, nodes).build(leaves)
         self.nodes = nodes  # the index of a write does not depend on the head: built once
         self.meta, self.schema, self.sorted, self.metadata, self.kind = (meta, norm.value_schema(table.schema), sorted_,
@@ -403,10 +404,16 @@ class ReplaceRange(Operation):
         self.table, self.meta, self.lo, self.hi = table, meta, lo, hi
         self.metadata, self.upsert, self.kind = metadata, upsert, kind
         self.new_leaves = None
+        self._segs: dict[str, bytes] = {}  # new rows of one segment: written with the commit
         if table is not None and meta is not None:
             self.new_leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta),
                                                          start_row=0, is_datetime=True, pools=engine.pools,
-                                                         nan_rows=nan_rows))
+                                                         nan_rows=nan_rows, sink=self._segs))
+
+    def extra(self) -> MutableMapping[str, bytes]:
+        from collections import ChainMap
+
+        return ChainMap(self.sink, self._segs)
 
     def build(self, head: VersionRecord | None, base: VersionRecord | None, seq: int) -> VersionRecord:
         e, sym, table, meta = self.engine, self.sym, self.table, self.meta
