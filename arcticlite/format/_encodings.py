@@ -230,6 +230,10 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
     if n <= TINY_ARRAY or not _policy().cascades:
         # a handful of values (a small append): choosing a cascade costs more than it saves
         return encode_plain(x)
+    if floats is None and _arithmetic(xi):
+        # a regular index, a row id: deltas over one constant step, the smallest blob any
+        # search finds (and the one it finds), without the search
+        return encode_scheme(xi, "delta", 0, MODE_BITPACK, None)
     if not allow_compression:
         return encode_candidates(xi, 0, MODE_BITPACK, floats, top=3)[0]
     if n > WHOLE_CHOICE_LIMIT:
@@ -384,6 +388,17 @@ TINY_BLOB = 4096
 #: Longest contiguous chunk (from the middle) used for that choice; shorter arrays use a
 #: quarter of their values, at least ``SAMPLE_LEN // 8``.
 SAMPLE_LEN = 1 << 17
+
+
+def _arithmetic(xi: np.ndarray) -> bool:
+    """Whether the integers ``xi`` (three or more) step by one constant (modulo their width, as
+    the delta encoding computes its deltas)."""
+    with np.errstate(over="ignore"):
+        head = xi[1:3] - xi[:2]
+        if head[0] != head[1]:
+            return False
+        d = xi[1:] - xi[:-1]
+    return bool((d == d[0]).all())
 
 
 def _variants(xi: np.ndarray, floats: np.ndarray | None) -> list[tuple[bytes, int]]:

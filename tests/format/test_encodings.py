@@ -576,3 +576,19 @@ def test_every_packing_path_gives_the_lane_layout(n: int) -> None:
         out = np.zeros(n, dtype=np.uint64)
         bp.unpack_into(packed, n, width, out, 0, 1)
         assert np.array_equal(out, values), width
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_arithmetic_sequences_are_deltas_over_a_constant(dtype: np.dtype) -> None:
+    """A regular index or a row id (one constant step, wrapping at the type's width as the
+    deltas do) is stored as deltas over a constant, whatever its length, and reads back exactly."""
+    info = np.iinfo(dtype)
+    for n, step in ((1_000, 1), (5_000, 3), (200_000, 1)):
+        with np.errstate(over="ignore"):
+            x = (np.arange(n, dtype=np.uint64) * np.uint64(step) + np.uint64(info.max - 7)).astype(dtype)
+        blob = encode_fixed(x)
+        assert describe(blob) == "delta+constant" and len(blob) <= 32
+        np.testing.assert_array_equal(decode_fixed(blob, dtype, n), x)
+    x = (np.arange(1_000) % 100).astype(dtype)
+    x[500] += 1  # one step off: not a sequence, and still exact
+    np.testing.assert_array_equal(decode_fixed(encode_fixed(x), x.dtype, len(x)), x)
