@@ -17,6 +17,7 @@ without a copy in both directions where pyarrow allows.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import warnings
 from typing import Any
@@ -859,9 +860,21 @@ def column_labels(meta: NormMeta, labels: list[Any]) -> pd.Index:
     if not labels:
         return pd.RangeIndex(0)
     try:
-        return pd.Index(labels, dtype=meta.columns_dtype, name=meta.columns_name)
+        return pd.Index(labels, dtype=_labels_dtype(meta.columns_dtype), name=meta.columns_name)
     except (TypeError, ValueError):
         return pd.Index(labels, name=meta.columns_name)
+
+
+@functools.lru_cache(maxsize=64)
+def _labels_dtype(name: Any) -> Any:
+    """The dtype named ``name`` (pandas parses a dtype string on every ``Index`` otherwise);
+    a name pandas does not know is passed on as it is (``pd.Index`` then says why)."""
+    if name is None:
+        return None
+    try:
+        return pd.api.types.pandas_dtype(name)
+    except (TypeError, ValueError):
+        return name
 
 
 def _ndarray_from_table(table: pa.Table, meta: NormMeta, data_names: list[str]) -> np.ndarray:

@@ -47,11 +47,6 @@ from arcticlite.table._prune import Intervals, PruneStats, judged_when_decoded, 
 from arcticlite.table._segments import FetchStats, read_segments, wanted_positions, with_columns
 from arcticlite.version import LibraryKeys, VersionRecord
 
-#: Normalization records and schemas of at least this many bytes (wide symbols) are parsed once
-#: per process, keyed by their content: those of a 10,000-column symbol cost ~6 ms and ~3 ms to
-#: parse, more than reading 10 of its columns. Both parsed forms are immutable.
-_PARSED_MIN_BYTES = 16 << 10
-
 
 def schema_bytes(schema: pa.Schema) -> bytes:
     return schema.serialize().to_pybytes()
@@ -61,29 +56,29 @@ def schema_from(b: bytes) -> pa.Schema:
     return pa.ipc.read_schema(pa.py_buffer(b))
 
 
-@functools.lru_cache(maxsize=16)
-def _wide_meta(text: str | bytes) -> norm.NormMeta:
+@functools.lru_cache(maxsize=64)
+def _parsed_meta(text: str | bytes) -> norm.NormMeta:
     return norm.NormMeta.from_json(text)
 
 
-@functools.lru_cache(maxsize=16)
-def _wide_schema(b: bytes) -> pa.Schema:
+@functools.lru_cache(maxsize=64)
+def _parsed_schema(b: bytes) -> pa.Schema:
     return schema_from(b)
 
 
 def meta_of(rec: VersionRecord) -> norm.NormMeta:
-    """The normalization metadata of a data version."""
+    """The normalization metadata of a data version (parsed once per distinct text: symbols
+    written alike share it; it is not to be modified)."""
     assert rec.norm is not None, "a data version always has its normalization metadata"
-    if len(rec.norm) >= _PARSED_MIN_BYTES:
-        return _wide_meta(rec.norm)
-    return norm.NormMeta.from_json(rec.norm)
+    return _parsed_meta(rec.norm)
 
 
 def schema_of(rec: VersionRecord) -> pa.Schema:
-    """The stored Arrow schema of a data version (index columns first)."""
+    """The stored Arrow schema of a data version (index columns first; parsed once per distinct
+    serialisation)."""
     if not rec.schema:
         return pa.schema([])
-    return _wide_schema(rec.schema) if len(rec.schema) >= _PARSED_MIN_BYTES else schema_from(rec.schema)
+    return _parsed_schema(rec.schema)
 
 
 def iloc_range(row_range: tuple[Any, Any], total: int) -> tuple[int, int]:
