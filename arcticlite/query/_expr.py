@@ -207,9 +207,38 @@ def _arith_dtype(op: str, a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any]:
 
 
 def _as_array(v: Val, dtype: pa.DataType) -> Any:
+    """``v`` as ``dtype``, converted as numpy converts (an int64 beyond 2**53 to the nearest
+    float64, a uint64 to int64 wrapping), not refused as Arrow's checked casts refuse."""
     if v.kind == "scalar":
-        return pa.scalar(v.data, type=dtype)
-    return v.data.cast(dtype) if v.data.type != dtype else v.data
+        return _typed_scalar(_py_scalar(v.data), dtype)
+    return v.data.cast(dtype, safe=False) if v.data.type != dtype else v.data
+
+
+def _typed_scalar(x: Any, dtype: pa.DataType) -> Any:
+    try:
+        return pa.scalar(x, type=dtype)
+    except (pa.ArrowInvalid, OverflowError):
+        src = pa.uint64() if isinstance(x, int) and x >= 2**63 else None
+        return pa.array([x], src).cast(dtype, safe=False)[0]
+
+
+_NAT = pa.scalar(-(2**63), pa.int64())
+
+#: Integers of both signs compared exactly (a uint64 against an int64 fits neither).
+_EXACT_INTS = pa.decimal128(20, 0)
+
+
+def _compare_type(a: np.dtype[Any], b: np.dtype[Any]) -> pa.DataType | None:
+    """The type two numeric operands are compared in when their types differ (None: as they
+    are): float64 against a float (as numpy: an int beyond 2**53 is its nearest float), the
+    wider integer type, or exact decimals for a 64-bit unsigned against a signed integer."""
+    if a == b:
+        return None
+    if a.kind == "f" or b.kind == "f":
+        return pa.float64()
+    if a.kind != b.kind and 8 in (a.itemsize if a.kind == "u" else 0, b.itemsize if b.kind == "u" else 0):
+        return _EXACT_INTS
+    return pa.from_numpy_dtype(np.promote_types(a, b))
 
 
 def _bool_of(v: Val, side: str, opname: str) -> ArrowData:
@@ -333,6 +362,8 @@ class Evaluator:
         if ca == "ts":
             x: Any = _ts_array(a.data) if a.kind == "column" else pa.scalar(ts_ns(a.data), pa.int64())
             y: Any = _ts_array(b.data) if b.kind == "column" else pa.scalar(ts_ns(b.data), pa.int64())
+        elif ca == "num" and (t := _compare_type(_num_dtype(a), _num_dtype(b))) is not None:
+            x, y = _as_array(a, t), _as_array(b, t)
         else:
             x = a.data if a.kind != "scalar" else _wide(_py_scalar(a.data), b)
             y = b.data if b.kind != "scalar" else _wide(_py_scalar(b.data), a)
@@ -344,11 +375,12 @@ class Evaluator:
         shifted = self._shift_time(op, a, b)
         if shifted is not None:
             return shifted
-        # as in ArcticDB, timestamp columns take part in arithmetic as int64 nanoseconds
+        # as in ArcticDB, timestamp columns take part in arithmetic as int64 nanoseconds (NaT
+        # as numpy's int64 view of it, the smallest int64)
         if a.kind == "column" and category(a.data.type) == "ts":
-            a = Val("column", _ts_array(a.data), a.text, a.absent)
+            a = Val("column", _ts_array(a.data).fill_null(_NAT), a.text, a.absent)
         if b.kind == "column" and category(b.data.type) == "ts":
-            b = Val("column", _ts_array(b.data), b.text, b.absent)
+            b = Val("column", _ts_array(b.data).fill_null(_NAT), b.text, b.absent)
         if self._operand_cat(a) != "num" or self._operand_cat(b) != "num" or a.kind == "bitset" or b.kind == "bitset":
             raise UserInputException(
                 f"E_INVALID_USER_ARGUMENT Non-numeric operand provided to binary operation: "
@@ -433,7 +465,7 @@ class Evaluator:
                         data = data.cast(pa.int64())
                         vs = pa.array([v for v in pyvals if -(2**63) <= v < 2**63], pa.int64())
                 else:
-                    data = data.cast(pa.float64())
+                    data = data.cast(pa.float64(), safe=False)
                     # NaN equals nothing, in a set too (ArcticDB): isin never matches it
                     vs = pa.array([float(v) for v in pyvals if float(v) == float(v)], pa.float64())
             else:

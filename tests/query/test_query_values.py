@@ -82,3 +82,31 @@ def test_filtering_a_categorical_column_is_refused(lib: Library) -> None:
     with pytest.raises(UserInputException, match="categorical"):
         _filtered(lib, lambda q: q["a"] == "hi")
     assert lib.read("s").data["a"].tolist() == ["hello", "hi", "hello"]
+
+
+def test_integers_beyond_float_precision_meet_floats_and_signed_ints(lib: Library) -> None:
+    """As ArcticDB and pandas: an int64 beyond 2**53 compares with (and divides by) a float
+    as its nearest float64, a uint64 beyond int64 compares exactly with signed integers, and a
+    float32 column compares with an int literal no float32 holds exactly; no Arrow error."""
+    df = pd.DataFrame({"ns": np.array([1_700_000_000_000_000_001, 5], "int64"),
+                       "u64": np.array([2**64 - 1, 1], "uint64"), "i32": np.array([-1, 1], "int32"),
+                       "f32": np.array([1.5, 3e7], "float32")}, index=pd.date_range("2020", periods=2))
+    lib.write("s", df)
+    assert _filtered(lib, lambda q: q["ns"] > 1.5e18)["ns"].tolist() == [1_700_000_000_000_000_001]
+    assert _filtered(lib, lambda q: q["u64"] >= q["i32"]).index.tolist() == df.index.tolist()
+    assert _filtered(lib, lambda q: q["u64"] != q["i32"]).index.tolist() == [df.index[0]]
+    assert _filtered(lib, lambda q: q["u64"].isin([0.5, 1.0]))["u64"].tolist() == [1]
+    assert _filtered(lib, lambda q: q["f32"] > 16_777_217)["f32"].tolist() == [3e7]
+    q = QueryBuilder()
+    got = lib.read("s", query_builder=q.apply("p", q["ns"] / 1e9)).data["p"]
+    np.testing.assert_allclose(got.to_numpy(), df["ns"].to_numpy() / 1e9)
+
+
+def test_timestamp_arithmetic_is_int64_nanoseconds_with_nat_as_numpy_views_it(lib: Library) -> None:
+    """As ArcticDB: ``t + 1`` of a timestamp column is int64 nanoseconds, exact (a NaT is the
+    smallest int64, as numpy's int64 view of it)."""
+    df = pd.DataFrame({"t": pd.to_datetime(["2001-01-01", None])}, index=pd.date_range("2020", periods=2))
+    lib.write("s", df)
+    q = QueryBuilder()
+    got = lib.read("s", query_builder=q.apply("p", q["t"] + 1)).data["p"]
+    assert got.dtype == np.int64 and got.tolist() == [978_307_200_000_000_001, -(2**63) + 1]
