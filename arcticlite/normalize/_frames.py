@@ -888,6 +888,10 @@ def _ndarray_from_table(table: pa.Table, meta: NormMeta, data_names: list[str]) 
         # as wide as the longest value read, not as the first write (appends may be wider)
         width = max((int(np.char.str_len(c.astype(dtype.kind)).max(initial=0)) for c in cols), default=0)
         dtype = np.dtype(f"{dtype.byteorder if dtype.byteorder != '|' else ''}{dtype.kind}{max(1, width)}")
+    elif dtype is not None and dtype.kind in "biuf" and cols:
+        # a dynamic schema widens the stored type (int64 then floats appended: float64); the
+        # array takes the wider type, as ArcticDB reads it, never cut back to the first write's
+        dtype = np.result_type(dtype, *(c.dtype for c in cols if c.dtype.kind in "biuf"))
     if meta.shape is not None and len(meta.shape) == 1:
         out = cols[0] if cols else np.empty(0, dtype)
         return out.astype(dtype, copy=False) if dtype is not None else out

@@ -130,14 +130,21 @@ CONSUMED = "staged"
 was finalized from. The entries are deleted after the commit; if the process dies in between,
 readers of the staging area see from this that they were used, and skip (then delete) them."""
 
-def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema) -> norm.NormMeta:
-    """The stored meta after adding ``nmeta``'s data to ``bmeta``'s under ``schema``:
-    new columns (dynamic schema) appended, the index tz of the newest write."""
+def merged_meta(bmeta: norm.NormMeta, nmeta: norm.NormMeta, schema: pa.Schema, rows: int) -> norm.NormMeta:
+    """The stored meta after adding ``rows`` rows of ``nmeta``'s data to ``bmeta``'s under
+    ``schema``: new columns (dynamic schema) appended, the index tz of the newest write -- of
+    the newest write that wrote a row: an empty frame keeps the stored tz and unit (ArcticDB)."""
+    if not rows and nmeta.index_kind == bmeta.index_kind:
+        nmeta = dataclasses.replace(nmeta, tz=bmeta.tz, tz_library=bmeta.tz_library, index_unit=bmeta.index_unit)
     return norm.common_meta(bmeta, nmeta, schema)
 
 
+#: A NaT in an int64 index column (numpy's int64 view of it).
+_NAT_NS = -(2**63)
+
+
 def _ts(ns: int) -> str:
-    return str(pd.Timestamp(ns, unit="ns"))
+    return "NaT" if ns == _NAT_NS else str(pd.Timestamp(ns, unit="ns"))
 
 
 class Operation:
@@ -273,9 +280,10 @@ class Append(Operation):
                                     stored_rows=brows, new_rows=table.num_rows) or bschema
         if self.is_dt and self.validate_index and base.sorted not in ("ASCENDING", "UNKNOWN") and brows:
             raise UnsortedDataException("When calling append with validate_index enabled, the existing data must be sorted")
-        if self.is_dt and first is not None and base.last_index is not None and first < base.last_index:
+        start = first if first is not None or not table.num_rows else _NAT_NS  # a NaT start: before every row
+        if self.is_dt and start is not None and base.last_index is not None and start < base.last_index:
             raise AppendOrderException(
-                f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(first)} to existing "
+                f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(start)} to existing "
                 f"sequence ending at {_ts(base.last_index)} (version {base.vid}); sort the frame or use update()"
             )
         tail = None
@@ -295,7 +303,7 @@ class Append(Operation):
         elif deltas is None:
             root = index.append(broot or EMPTY_ROOT, shifted(self._new_segments(), brows, row_numbers_index=not self.is_dt))
         rec = data_record(
-            "append", head, seq, index=root, meta=merged_meta(bmeta, meta, schema), schema=schema,
+            "append", head, seq, index=root, meta=merged_meta(bmeta, meta, schema, table.num_rows), schema=schema,
             first=base.first_index if base.first_index is not None else first,
             last=last if last is not None else base.last_index,
             sorted_=combine_sorted(base.sorted, self.sorted, base.last_index, first, brows, table.num_rows),
@@ -448,7 +456,7 @@ class ReplaceRange(Operation):
                 schema = norm.common_schema(bmeta, bschema, meta, norm.value_schema(table.schema), dynamic=dynamic,
                                             stored_rows=base.index.rows if base.index else 0,
                                             new_rows=table.num_rows) or bschema
-            out_meta = merged_meta(bmeta, meta, schema)
+            out_meta = merged_meta(bmeta, meta, schema, table.num_rows)
         leaves = index.leaves(base.index or EMPTY_ROOT)
         if multi:  # leaves of a MultiIndex carry row numbers: give them their first level's bounds
             leaves = _with_time_bounds(e, sym, leaves, bmeta.index_columns[0])
@@ -656,7 +664,7 @@ class Finalize(Operation):
         lv = shifted(self.new_leaves, brows, row_numbers_index=not self.is_dt)
         rec = data_record(
             "finalize", head, seq, index=index.append(base.index or EMPTY_ROOT, lv),
-            meta=merged_meta(bmeta, meta, uschema), schema=uschema,
+            meta=merged_meta(bmeta, meta, uschema, int(self.new_leaves["end_row"].max(initial=0))), schema=uschema,
             first=base.first_index if base.first_index is not None else self.first,
             last=self.last if self.last is not None else base.last_index,
             sorted_=sorted_, metadata=self.metadata,

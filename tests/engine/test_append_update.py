@@ -374,3 +374,46 @@ def test_unsupported_data_on_append_update_changes_nothing(lib: Library) -> None
         lib.stage("s", bad)
     assert_unchanged(lib, "s", [0], df)
     assert lib.get_staged_symbols() == []
+
+
+@dynamic
+@pytest.mark.parametrize(("first", "more", "expected"), [
+    (np.arange(3), np.array([0.5, 1.5]), np.array([0.0, 1.0, 2.0, 0.5, 1.5])),
+    (np.arange(2, dtype="int32"), np.array([2**40]), np.array([0, 1, 2**40], dtype="int64")),
+])
+def test_a_numpy_array_reads_back_in_the_type_appends_widened_it_to(lib: Library, first: np.ndarray,
+                                                                    more: np.ndarray, expected: np.ndarray) -> None:
+    """As ArcticDB: int64 then floats appended read back as float64 (were cut back to int64)."""
+    lib.write("s", first)
+    lib.append("s", more)
+    got = lib.read("s").data
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("op", ["update_outside", "update_empty", "append_empty"])
+def test_a_write_of_no_row_keeps_the_stored_time_zone(lib: Library, op: str) -> None:
+    """As ArcticDB: an update or append that writes no row (a tz-naive frame outside the
+    update's date_range, or an empty one) leaves the index's time zone as it was."""
+    stored = pd.DataFrame({"a": [1.0]}, index=pd.date_range("2024-01-08", periods=1, tz="US/Eastern"))
+    naive = pd.DataFrame({"a": [2.0, 3.0]}, index=pd.date_range("2024-01-08", periods=2))
+    lib.write("s", stored)
+    if op == "update_outside":
+        lib.update("s", naive, date_range=(ts("2024-01-12"), ts("2024-01-13")))
+    elif op == "update_empty":
+        lib.update("s", naive.iloc[:0])
+    else:
+        lib.append("s", naive.iloc[:0])
+    assert_frame_equal(lib.read("s").data, stored)
+    assert lib.get_description("s").date_range[0] == stored.index[0]
+
+
+@pytest.mark.parametrize("validate_index", [False, True])
+def test_an_append_starting_with_nat_is_refused(lib: Library, validate_index: bool) -> None:
+    """As ArcticDB: a NaT first index value comes before every stored row, so the append is
+    refused whatever ``validate_index`` says (with it: as unsorted); nothing is written."""
+    lib.write("s", pd.DataFrame({"a": [1.0, 2.0]}, index=pd.date_range("2024-01-01", periods=2)))
+    nat = pd.DataFrame({"a": [3.0, 4.0]}, index=pd.DatetimeIndex([pd.NaT, "2024-01-05"]))
+    with pytest.raises(UnsortedDataException if validate_index else AppendOrderException, match="NaT"):
+        lib.append("s", nat, validate_index=validate_index)
+    assert [v.version for v in lib.list_versions("s")] == [0]
