@@ -718,8 +718,8 @@ class Library:
                                     "use write or append")
         if norm.sortedness(table, meta) not in ("ASCENDING", "UNKNOWN"):
             raise UnsortedDataException("When calling update, input data must be sorted")
-        idx = (table.column(0).cast(pa.int64()).to_numpy() if table.num_rows and meta.index_columns
-               else np.zeros(0, np.int64))
+        idx = (table.column(0).cast(pa.int64()).to_numpy() if by_time and table.num_rows and meta.index_columns
+               else np.zeros(0, np.int64))  # (another index only upserts: a write, no range)
         if date_range is not None:
             lo, hi = self._checked_range(date_range, "update")
             a, b = np.searchsorted(idx, lo, "left"), np.searchsorted(idx, hi, "right")

@@ -415,7 +415,8 @@ class ReplaceRange(Operation):
         self._segs: dict[str, bytes] = {}  # new rows of one segment: written with the commit
         if table is not None and meta is not None:
             self.new_leaves = self._wrote(write_segments(engine.store, engine.keys, sym, table, engine.layout(meta),
-                                                         start_row=0, is_datetime=True, pools=engine.pools,
+                                                         start_row=0, is_datetime=meta.index_kind == "datetime",
+                                                         pools=engine.pools,
                                                          nan_rows=nan_rows, sink=self._segs))
 
     def extra(self) -> MutableMapping[str, bytes]:

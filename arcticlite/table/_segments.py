@@ -919,6 +919,10 @@ def _is_text(typ: pa.DataType) -> bool:
 def _cast(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
     if col.type == typ:
         return col
+    if pa.types.is_floating(typ) and pa.types.is_integer(col.type):
+        # integers of a column a dynamic schema made float: each its nearest float, as numpy
+        # and ArcticDB convert (beyond 2**53 not exact; Arrow's checked cast refuses them)
+        return col.cast(typ, safe=False)
     return col.cast(typ)
 
 

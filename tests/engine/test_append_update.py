@@ -417,3 +417,22 @@ def test_an_append_starting_with_nat_is_refused(lib: Library, validate_index: bo
     with pytest.raises(UnsortedDataException if validate_index else AppendOrderException, match="NaT"):
         lib.append("s", nat, validate_index=validate_index)
     assert [v.version for v in lib.list_versions("s")] == [0]
+
+
+@pytest.mark.parametrize("index", [pd.Index([1.5, 2.5]), pd.Index(["a", "b"]),
+                                   pd.MultiIndex.from_arrays([["p", "q"], [1, 2]])])
+def test_update_upsert_of_another_index_writes_the_new_symbol(lib: Library, index: pd.Index) -> None:
+    """As ArcticDB: ``update(upsert=True)`` of a symbol that does not exist writes the frame,
+    whatever its index (a float, string or non-time MultiIndex: was an Arrow error)."""
+    df = pd.DataFrame({"a": [1.0, 2.0]}, index=index)
+    assert lib.update("s", df, upsert=True).version == 0
+    assert_frame_equal(lib.read("s").data, df)
+
+
+@dynamic
+def test_uint64_beyond_int64_meets_floats_as_floats(lib: Library) -> None:
+    """As ArcticDB: under a dynamic schema a float column that takes uint64 values beyond int64
+    reads them as their nearest floats (was an Arrow error on read)."""
+    lib.write("s", pd.DataFrame({"c": [0.5, 1.5]}, index=pd.date_range("2024-01-01", periods=2)))
+    lib.append("s", pd.DataFrame({"c": np.array([2**63 + 5], "uint64")}, index=pd.date_range("2024-01-03", periods=1)))
+    assert lib.read("s").data["c"].tolist() == [0.5, 1.5, float(2**63 + 5)]
