@@ -215,6 +215,8 @@ def _as_array(v: Val, dtype: pa.DataType) -> Any:
 
 
 def _typed_scalar(x: Any, dtype: pa.DataType) -> Any:
+    if pa.types.is_floating(dtype) and isinstance(x, int) and not isinstance(x, bool):
+        x = float(x)  # its nearest float (an int beyond any integer type too)
     try:
         return pa.scalar(x, type=dtype)
     except (pa.ArrowInvalid, OverflowError):

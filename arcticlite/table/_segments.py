@@ -890,7 +890,10 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
             group.setdefault(name, col)
     flush()
     arrays = [pa.chunked_array(chunks[f.name], type=f.type) for f in out_schema]
-    table = pa.Table.from_arrays(arrays, schema=out_schema)
+    if arrays:
+        table = pa.Table.from_arrays(arrays, schema=out_schema)
+    else:  # no column (a RangeIndex symbol read with columns=[]): the rows all the same
+        table = pa.table({"_": pa.nulls(sum(n for *_, n in groups))}, metadata=out_schema.metadata).select([])
     if nan_rows and wanted:
         for name in sorted(wanted):
             parts: list[Any] = []

@@ -436,3 +436,16 @@ def test_uint64_beyond_int64_meets_floats_as_floats(lib: Library) -> None:
     lib.write("s", pd.DataFrame({"c": [0.5, 1.5]}, index=pd.date_range("2024-01-01", periods=2)))
     lib.append("s", pd.DataFrame({"c": np.array([2**63 + 5], "uint64")}, index=pd.date_range("2024-01-03", periods=1)))
     assert lib.read("s").data["c"].tolist() == [0.5, 1.5, float(2**63 + 5)]
+
+
+@pytest.mark.parametrize("library_options", [LibraryOptions(), LibraryOptions(dynamic_schema=True)],
+                         ids=["static", "dynamic"], indirect=True)
+def test_a_rangeindex_symbol_read_without_columns_keeps_its_rows(lib: Library) -> None:
+    """``columns=[]`` of a RangeIndex symbol gives its rows without columns, under either schema
+    and after a head / tail / row_range clause (was 0 rows: a RangeIndex stores no index column)."""
+    from arcticlite import QueryBuilder
+
+    lib.write("s", pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0]}, index=pd.RangeIndex(0, 8, 2)))
+    assert lib.read("s", columns=[]).data.index.equals(pd.RangeIndex(0, 8, 2))
+    for q in (QueryBuilder().head(2), QueryBuilder().tail(2), QueryBuilder().row_range((1, 3))):
+        assert len(lib.read("s", columns=[], query_builder=q).data) == 2
