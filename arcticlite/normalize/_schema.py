@@ -248,6 +248,12 @@ def common_schema(
         )
     new_by_name = {n: (u, t) for n, u, t, _ in new_f}
     fields = []
+    if stored_rows == 0:
+        # a version of no row holds no value of any column: the new data's columns and types
+        # make the schema (ArcticDB), stored columns the new data lacks are not kept
+        fields = [pa.field(n, t) for n, _, t, _ in new_f]
+        new_by_name = {}
+        old_f = []
     for n, u, t, _ in old_f:
         if n in new_by_name:
             nu, nt = new_by_name.pop(n)

@@ -449,3 +449,21 @@ def test_a_rangeindex_symbol_read_without_columns_keeps_its_rows(lib: Library) -
     assert lib.read("s", columns=[]).data.index.equals(pd.RangeIndex(0, 8, 2))
     for q in (QueryBuilder().head(2), QueryBuilder().tail(2), QueryBuilder().row_range((1, 3))):
         assert len(lib.read("s", columns=[], query_builder=q).data) == 2
+
+
+@dynamic
+@pytest.mark.parametrize("op", ["append", "update"])
+def test_rows_added_to_a_version_of_no_row_bring_their_own_columns_and_types(lib: Library, op: str) -> None:
+    """As ArcticDB, under a dynamic schema: a version without rows (an empty write, or every
+    row deleted) holds no value, so the next rows' columns and types make the schema: float
+    then int reads as int64, int then str is accepted, columns only the empty version had go."""
+    lib.write("s", pd.DataFrame({"a": np.array([], float), "c": np.array([], "int64")},
+                                index=pd.date_range("2024-01-01", periods=0)))
+    rows = pd.DataFrame({"a": np.array([1, 2], "int64")}, index=pd.date_range("2024-01-04", periods=2))
+    getattr(lib, op)("s", rows)
+    assert_frame_equal(lib.read("s").data, rows)
+    lib.write("t", pd.DataFrame({"a": [1.0, 2.0], "b": ["p", "q"]}, index=pd.date_range("2024-01-01", periods=2)))
+    lib.delete_data_in_range("t", (ts("2024-01-01"), ts("2024-01-05")))
+    strings = pd.DataFrame({"b": ["z"]}, index=pd.date_range("2024-01-03", periods=1))
+    getattr(lib, op)("t", strings)
+    assert_frame_equal(lib.read("t").data, strings)
