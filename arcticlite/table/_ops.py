@@ -71,9 +71,16 @@ class TableEngine(Protocol):
     def layout(self, meta: norm.NormMeta) -> Layout: ...
 
 
+def timed_index(meta: norm.NormMeta) -> bool:
+    """Whether the index is ordered by time: a DatetimeIndex, or a MultiIndex whose first level
+    is one (ArcticDB orders, appends and describes it by that level)."""
+    return meta.index_kind == "datetime" or (meta.index_kind == "multi" and tuple(meta.index_hints[:1]) == ("dt",))
+
+
 def index_bounds(table: pa.Table, meta: norm.NormMeta) -> tuple[int | None, int | None]:
-    """First and last values (int64 ns) of a datetime index; ``(None, None)`` otherwise."""
-    if meta.index_kind != "datetime" or table.num_rows == 0:
+    """First and last values (int64 ns) of a datetime index (of the first level of a
+    MultiIndex ordered by time); ``(None, None)`` otherwise."""
+    if not timed_index(meta) or table.num_rows == 0:
         return None, None
     vals = table.column(0).cast(pa.int64())
     return vals[0].as_py(), vals[-1].as_py()
@@ -281,7 +288,7 @@ class Append(Operation):
         if self.is_dt and self.validate_index and base.sorted not in ("ASCENDING", "UNKNOWN") and brows:
             raise UnsortedDataException("When calling append with validate_index enabled, the existing data must be sorted")
         start = first if first is not None or not table.num_rows else _NAT_NS  # a NaT start: before every row
-        if self.is_dt and start is not None and base.last_index is not None and start < base.last_index:
+        if timed_index(meta) and start is not None and base.last_index is not None and start < base.last_index:
             raise AppendOrderException(
                 f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(start)} to existing "
                 f"sequence ending at {_ts(base.last_index)} (version {base.vid}); sort the frame or use update()"
@@ -654,8 +661,8 @@ class Finalize(Operation):
         except Exception as exc:
             raise SchemaException(str(exc)) from exc
         sorted_ = self.sorted if base.sorted == self.sorted else "UNSORTED"
-        if self.is_dt and self.first is not None and base.last_index is not None and self.first < base.last_index:
-            if self.validate_index:
+        if timed_index(meta) and self.first is not None and base.last_index is not None and self.first < base.last_index:
+            if self.validate_index or not self.is_dt:  # (a MultiIndex is refused, as ArcticDB refuses it)
                 raise AppendOrderException(
                     f"E_UNSORTED_DATA: cannot append staged data of {sym!r}: it starts before the last stored row; "
                     "use finalize in write mode, stage later data, or pass validate_index=False to store an "

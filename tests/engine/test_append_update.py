@@ -467,3 +467,21 @@ def test_rows_added_to_a_version_of_no_row_bring_their_own_columns_and_types(lib
     strings = pd.DataFrame({"b": ["z"]}, index=pd.date_range("2024-01-03", periods=1))
     getattr(lib, op)("t", strings)
     assert_frame_equal(lib.read("t").data, strings)
+
+
+@pytest.mark.parametrize("validate_index", [False, True])
+def test_a_time_ordered_multiindex_refuses_rows_before_its_last(lib: Library, validate_index: bool) -> None:
+    """As ArcticDB: a MultiIndex whose first level is time is appended (and staged rows are
+    finalized) in time order only, whatever ``validate_index`` says."""
+    def rows(day: int, n: int) -> pd.DataFrame:
+        level = pd.date_range(ts("2024-01-01") + pd.Timedelta(days=day), periods=n)
+        return pd.DataFrame({"a": np.arange(n, dtype=float)},
+                            index=pd.MultiIndex.from_arrays([level, ["x"] * n], names=["d", "k"]))
+    lib.write("s", rows(1, 2))
+    with pytest.raises(AppendOrderException):
+        lib.append("s", rows(0, 2), validate_index=validate_index)
+    lib.stage("s", rows(0, 1))
+    with pytest.raises(UnsortedDataException):
+        lib.finalize_staged_data("s", mode="append", validate_index=validate_index)
+    assert [v.version for v in lib.list_versions("s")] == [0]
+    assert lib.append("s", rows(3, 1)).version == 1
