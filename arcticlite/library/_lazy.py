@@ -10,8 +10,10 @@ will run; nothing is read before :meth:`LazyDataFrame.collect`.
 Joining: the symbols' results are concatenated row-wise in the order given (``join="outer"``:
 every column of any symbol, a column missing from a symbol backfilled as a dynamic-schema read
 backfills it -- 0 for integers, ``False`` for bools, NaN / NaT for floats and timestamps,
-``None`` otherwise; ``"inner"``: the columns every symbol has). The clauses that follow the join
-then run on the joined rows with the same engine as single-symbol queries.
+``None`` otherwise; ``"inner"``: the columns every symbol has). Row-numbered symbols (RangeIndex)
+join numbered on from the first one's start by the step they all have (0, 1, 2, ... when their
+steps differ), as in ArcticDB. The clauses that follow the join then run on the joined rows with
+the same engine as single-symbol queries.
 """
 
 from __future__ import annotations
@@ -497,6 +499,17 @@ def _common_time_zones(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
     return out
 
 
+def _joined_range(frames: list[pd.DataFrame], n: int) -> pd.RangeIndex:
+    """The row numbers of ``n`` rows joined from row-numbered ``frames``, as ArcticDB numbers
+    them: on from the first frame's start by the step every frame shares (their starts aside),
+    or 0, 1, 2, ... when the steps differ; named as the frames are when they agree."""
+    indexes = [f.index for f in frames if isinstance(f.index, pd.RangeIndex)]
+    steps = {ix.step for ix in indexes}
+    start, step = (indexes[0].start, steps.pop()) if len(steps) == 1 else (0, 1)
+    names = {ix.name for ix in indexes}
+    return pd.RangeIndex(start, start + n * step, step, name=names.pop() if len(names) == 1 else None)
+
+
 def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequence[tuple[str, Any]],
                output_format: Any = None) -> VersionedItemWithJoin:
     """Join the pandas results ``items`` row-wise, run ``clauses`` on the joined rows and convert
@@ -540,8 +553,10 @@ def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequ
                 f[c] = _backfill(dtypes[c], len(f))
         parts.append(f[columns])
     joined = pd.concat(parts, ignore_index=kinds == {"range"})
-    if not columns and kinds == {"range"}:
-        joined = joined.iloc[:0]  # rows of a row-numbered join without a column: none (ArcticDB)
+    if kinds == {"range"}:
+        if not columns:
+            joined = joined.iloc[:0]  # rows of a row-numbered join without a column: none (ArcticDB)
+        joined.index = _joined_range(frames, len(joined))
     versions = [VersionedItem(symbol=it.symbol, library=it.library, data=None, version=it.version,
                               metadata=it.metadata, host=it.host, timestamp=it.timestamp) for it in items]
     fmt = norm.OutputFormat(output_format or "pandas")

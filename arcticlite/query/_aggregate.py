@@ -1,10 +1,11 @@
 """``groupby(...).agg(...)`` and ``resample(...).agg(...)`` over Arrow tables.
 
-Both reduce with ``pyarrow.Table.group_by`` (single-threaded so that groups come out in
-order of first appearance, which for resample buckets is time order); a group-by on a
-dictionary-encoded string key reduces its dense codes with numpy instead (``_dense``, the
-same results without hashing) where every aggregation is a number's or a count. As in ArcticDB,
-NaN is skipped by every aggregation (``sum`` of nothing is 0, ``mean`` / ``min`` /
+Both reduce with ``pyarrow.Table.group_by``, single-threaded: groups then mostly come out in
+order of first appearance, but pyarrow does not promise it (with integer keys some come out
+later), so resample sorts its buckets by label afterwards; a group-by on a dictionary-encoded
+string key reduces its dense codes with numpy instead (``_dense``, the same results without
+hashing, in order of first appearance) where every aggregation is a number's or a count.
+As in ArcticDB, NaN is skipped by every aggregation (``sum`` of nothing is 0, ``mean`` / ``min`` /
 ``max`` / ``first`` / ``last`` of nothing is NaN, ``count`` counts present values as
 uint64), integer sums widen to int64 / uint64, and rows with a missing group key are
 dropped. Values absent under dynamic schema are skipped too; an integer ``min`` / ``max`` /
@@ -49,13 +50,19 @@ def parse_aggregations(aggs: dict[str, Any], allowed: tuple[str, ...], where: st
 def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str, nan_to_null: bool = True) -> Any:
     cat = category(data.type)
     if op in ("sum", "mean", "min", "max") and cat not in ("num", "bool", "ts") or (op == "sum" and cat == "ts"):
-        kind = "UTF_DYNAMIC64" if cat == "str" else str(data.type)
+        kind = "UTF_DYNAMIC64" if cat in ("str", "null") else str(data.type)
         raise SchemaException(
             f"E_UNSUPPORTED_COLUMN_TYPE {clause}: {op.capitalize()} aggregation not supported on column "
             f"{column!r} of type {kind}"
         )
     if nan_to_null and pa.types.is_floating(data.type):
         data = pc.if_else(pc.is_nan(data), pa.scalar(None, data.type), data)
+    if cat == "null" and op in ("first", "last"):
+        # a column without values (all-None strings): pyarrow has no first / last of the null
+        # type, and the first of nothing is None, as in ArcticDB and pandas
+        data = data.cast(pa.string())
+    if cat == "dur" and op in ("first", "last"):  # nor of durations: as int64, cast back by _finish
+        data = data.cast(pa.int64())
     if cat == "ts" and op == "mean":
         data = data.cast(pa.int64())
     if cat == "bool" and op in ("sum", "mean"):
@@ -70,6 +77,8 @@ def _finish(result: pa.ChunkedArray, op: str, source_type: pa.DataType) -> pa.Ch
         return result.fill_null(pa.scalar(0, result.type))
     if op == "mean" and category(source_type) == "ts":  # mean of timestamps is a timestamp
         return result.cast(pa.int64(), safe=False).cast(source_type)
+    if op in ("first", "last") and category(source_type) == "dur":  # NaT where a bucket has none
+        return result.cast(source_type)
     if pa.types.is_floating(result.type):
         return result.fill_null(pa.scalar(float("nan"), result.type))
     if pa.types.is_integer(result.type):  # a group whose values are all absent (dynamic schema)

@@ -70,11 +70,11 @@ class ExpressionNode:
 
     def _bin(self, op: str, other: Any) -> ExpressionNode:
         _check_finite(other)
-        return ExpressionNode(op, self, other)
+        return ExpressionNode(op, self, _text(other))
 
     def _rbin(self, op: str, other: Any) -> ExpressionNode:
         _check_finite(other)
-        return ExpressionNode(op, other, self)
+        return ExpressionNode(op, _text(other), self)
 
     def __bool__(self) -> bool:
         raise UserInputException(
@@ -336,7 +336,20 @@ _COLLECTIONS = (list, tuple, set, frozenset, np.ndarray, pd.Index, pd.Series)
 _I64_MAX = 2**63 - 1
 
 
+def _text(v: Any) -> Any:
+    """A bytes value as the text it encodes: ArcticDB takes ``b"a"`` in a query as the string
+    ``"a"``. Bytes that are not UTF-8 stay bytes (no stored string equals them)."""
+    if isinstance(v, bytes):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes(v)
+    return v
+
+
 def _member(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return _text(v)
     if isinstance(v, np.datetime64):
         return pd.Timestamp(v)
     if isinstance(v, np.timedelta64):

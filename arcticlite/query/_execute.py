@@ -12,7 +12,7 @@ filters, projections and slices keep the symbol's layout, while ``groupby`` /
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -432,9 +432,21 @@ def _resample(st: _State, args: tuple[Any, ...], aggs: dict[str, Any]) -> None:
     labels = resample_labels(idx, rule, closed, label, offset, origin)
     ev = st.evaluator("ResampleClause")
     groups, outputs = aggregate(ev, pa.array(labels, pa.int64()), specs, "Resample")
-    index = _dt_index(np.asarray(groups.to_numpy(), dtype=np.int64), st.meta,
-                      st.meta.index_names[0] if st.meta.index_names else None)
-    st.__init__(*_frame(index, outputs))  # type: ignore[misc]
+    ns = np.asarray(groups.to_numpy(), dtype=np.int64)
+    if len(ns) > 1 and (ns[1:] < ns[:-1]).any():
+        # buckets come in time order (as in ArcticDB and pandas), but a hash group-by does not
+        # promise to keep the order its keys first appear in, sorted labels or not
+        order = np.argsort(ns, kind="stable")
+        ns = ns[order]
+        outputs = [(name, arr.take(pa.array(order))) for name, arr in outputs]
+    index = _dt_index(ns, st.meta, st.meta.index_names[0] if st.meta.index_names else None)
+    table, meta = _frame(index, outputs)
+    if st.meta.kind == "series" and len(outputs) == 1:
+        # a Series resamples to a Series under its own name whatever the output is called, as
+        # in ArcticDB; later clauses still find the column by that output name. Several outputs
+        # stay a DataFrame (ArcticDB keeps only one of them)
+        meta = replace(meta, kind="series", user_columns=st.meta.user_columns[:1])
+    st.__init__(table, meta)  # type: ignore[misc]
 
 
 def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, Any]:

@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.exceptions import InternalException, SchemaException, UserInputException
 from arcticlite.query._builder import ExpressionNode
 
 ArrowData: TypeAlias = Any  # pa.Array | pa.ChunkedArray (pyarrow ships no type stubs)
@@ -356,6 +356,10 @@ class Evaluator:
         text = f"{a.text} {_CMP_NAME[op]} {b.text}"
         if "null" in (ca, cb):  # a column without values: nothing equals, everything differs
             return Val("bitset", _present(self._const(op == "!="), a, b), text)
+        if op in ("==", "!=") and ((ca == "str" and a.kind == "column" and _raw_bytes(b))
+                                   or (cb == "str" and b.kind == "column" and _raw_bytes(a))):
+            # bytes that are not UTF-8 (the builder decodes the others): equal to no stored string
+            return Val("bitset", _present(self._const(op == "!="), a, b), text)
         bad = ca != cb or ca == "other" or (ca == "str" and op not in ("==", "!=")) or (a.kind == b.kind == "scalar")
         if bad:
             raise UserInputException(
@@ -443,8 +447,24 @@ class Evaluator:
         name = "ISIN" if op == "isin" else "ISNOTIN"
         if a.kind != "column":
             raise UserInputException(f"E_INVALID_USER_ARGUMENT {name} needs a column, got {a.text}")
+        untyped = [v for v in values if scalar_category(v) == "other" and not isinstance(v, bytes)]
+        if untyped:
+            # ArcticDB's set of values is a numpy array, which holds None / NA (or any value of no
+            # numpy type) only as objects: refused as an internal error, whatever the column
+            v = untyped[0]
+            hint = "; look for missing values with isna() / notna()" if v is None or v is pd.NA else ""
+            raise InternalException(
+                f"E_ASSERTION_FAILURE {name} of {a.text}: a set of values cannot hold {v!r} (of type "
+                f"{type(v).__name__}){hint}")
         cat = category(a.data.type)
-        cats = {scalar_category(v) for v in values}
+        if cat == "str":
+            # as in ArcticDB, NaN beside strings is ignored (ArcticDB's set holds it as the text
+            # "nan"; NaN alone is refused as a set of numbers), and bytes are strings: those the
+            # builder could not decode as UTF-8 are in the set but equal no stored string
+            values = tuple(v for v in values if not _is_nan(v)) or values
+            cats = {"str" if isinstance(v, bytes) else scalar_category(v) for v in values}
+        else:
+            cats = {scalar_category(v) for v in values}
         if cat != "null" and cats - {cat}:
             kinds = ", ".join(sorted(cats - {cat}))
             raise UserInputException(
@@ -471,7 +491,7 @@ class Evaluator:
                     # NaN equals nothing, in a set too (ArcticDB): isin never matches it
                     vs = pa.array([float(v) for v in pyvals if float(v) == float(v)], pa.float64())
             else:
-                vs = pa.array([_py_scalar(v) for v in values], data.type)
+                vs = pa.array([_py_scalar(v) for v in values if not isinstance(v, bytes)], data.type)
             mask = pc.is_in(data, value_set=vs).fill_null(False)
         return Val("bitset", _present(mask if op == "isin" else pc.invert(mask), a), f"{name}({a.text})")
 
@@ -533,3 +553,12 @@ def _py_scalar(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return v
+
+
+def _raw_bytes(v: Val) -> bool:
+    """Whether ``v`` is a bytes literal (one the builder could not decode as UTF-8)."""
+    return v.kind == "scalar" and isinstance(v.data, bytes)
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float | np.floating) and v != v
