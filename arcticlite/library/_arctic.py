@@ -241,7 +241,7 @@ class Arctic:
 
     def _open(self, name: str, options: LibraryOptions, output_format: Any = None,
               arrow_string_format_default: Any = None, read_only: bool | None = None,
-              allow_pickle: bool | None = None) -> Library:
+              allow_pickle: bool | None = None, registry: bytes | None = None) -> Library:
         if options.encoding_version is None:  # the effective encoding is reported, as ArcticDB does
             options = dataclasses.replace(options, encoding_version=self._encoding_version)
         # a library may only be stricter than its connection
@@ -254,6 +254,9 @@ class Arctic:
         lib = Library(self._store, name, options, arctic=self, read_only=self._read_only or bool(read_only),
                       allow_pickle=self._allow_pickle and allow_pickle is not False)
         lib._engine.conditional_ok = self._conditional_writes_ok
+        # its commits check that the registry entry is still this one (not deleted, or created again)
+        raw = self._store.read_if_exists(registry_key(name)) if registry is None else registry
+        lib._registry = None if raw is None else bytes(raw)
         if output_format is not None:
             lib._output_format = output_format
         lib._string_format = string_format_name(arrow_string_format_default)
@@ -305,10 +308,11 @@ class Arctic:
         # the first creator's options stand (a lost answer is settled by reading them back below)
         self._store.create_unique(keys.config, seal(KIND_CONFIG, {"options": options.to_json(), "name": name}))
         token = uuid.uuid4().hex
-        if not self._store.create_unique(registry_key(name), seal(KIND_REGISTRY, {"name": name, "token": token})):
+        entry = seal(KIND_REGISTRY, {"name": name, "token": token})
+        if not self._store.create_unique(registry_key(name), entry):
             raise ValueError(f"Library [{name}] already exists.")
         stored = self._load_options(name) or options
-        return self._open(name, stored, output_format, arrow_string_format_default)
+        return self._open(name, stored, output_format, arrow_string_format_default, registry=bytes(entry))
 
     def get_library(self, name: str, create_if_missing: bool = False,
                     library_options: LibraryOptions | None = None, output_format: Any = None,
@@ -366,7 +370,8 @@ class Arctic:
                 "library_options are only used when creating a library: pass create_if_missing=True"
             )
         created = False
-        if not self.has_library(name):
+        registry = self._store.read_if_exists(registry_key(name))  # as has_library; the handle keeps it
+        if registry is None:
             if not create_if_missing:
                 self._refuse_lost_registry(name)
                 raise LibraryNotFound(f"Library [{name}] does not exist; create it with create_library()")
@@ -384,7 +389,8 @@ class Arctic:
             raise MismatchingLibraryOptions(
                 f"Library [{name}] exists with options {stored!r}, not {library_options!r}"
             )
-        return self._open(name, stored, output_format, arrow_string_format_default, read_only, allow_pickle)
+        return self._open(name, stored, output_format, arrow_string_format_default, read_only, allow_pickle,
+                          registry=None if registry is None else bytes(registry))
 
     def __getitem__(self, name: str) -> Library:
         return self.get_library(name)
@@ -615,5 +621,6 @@ class Arctic:
             raise UnsupportedLibraryOptionValue(
                 f"{option.name} only supports bool values, got {value!r}")  # ArcticDB's class here
         new = dataclasses.replace(library.options(), **{field: value})
+        library._check_not_deleted()  # its config must not come back once the library is deleted
         self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, {"options": new.to_json(), "name": library.name}))
         library._options = new

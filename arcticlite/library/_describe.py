@@ -53,13 +53,17 @@ def describe(rec: VersionRecord) -> SymbolDescription:
         itype = "multi_index" if meta.index_kind == "multi" else "index"
     if meta.kind in ("series", "ndarray"):
         index, itype = (), "NA"
+    if meta.kind == "ndarray" and cols:  # one column named "ndarray" (of any shape), as ArcticDB describes it
+        cols = (NameWithDType("ndarray", cols[0].dtype),)
     if meta.written_empty:  # described as ArcticDB describes a line begun by a 0-row write
         label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
         cols = (NameWithDType(label, _td("NANOSECONDS_UTC64")), *cols)
         if index:
             index = (NameWithDType(label, _td("NANOSECONDS_UTC64")),)
     dr: tuple[Any, Any] = nat
-    if meta.index_kind == "datetime" and rec.first_index is not None and rec.sorted != "UNSORTED":
+    # a timestamp index, or a MultiIndex whose first level is one (ArcticDB: the range of that level)
+    timed = meta.index_kind == "datetime" or meta.index_kind == "multi" and tuple(meta.index_hints[:1]) == ("dt",)
+    if timed and rec.first_index is not None and rec.last_index is not None and rec.sorted != "UNSORTED":
         a, b = pd.Timestamp(rec.first_index, unit="ns"), pd.Timestamp(rec.last_index, unit="ns")
         if meta.tz:
             a, b = a.tz_localize("UTC").tz_convert(meta.tz), b.tz_localize("UTC").tz_convert(meta.tz)

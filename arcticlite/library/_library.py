@@ -108,6 +108,7 @@ from arcticlite.table import (
     consumed_staged,
     has_deltas,
     merge_sorted,
+    meta_of,
     plan_compaction,
     plan_fold,
     rewrite_compaction,
@@ -127,6 +128,7 @@ from arcticlite.version import (
     VersionRecord,
     chain,
     encode_metadata,
+    registry_key,
     unpickle,
 )
 
@@ -137,6 +139,11 @@ T = TypeVar("T")
 
 #: Batch calls that only read: on a local store they run in turn in the calling thread.
 _LOCAL_READS = frozenset({"read_batch", "read_metadata_batch", "get_description_batch"})
+
+
+class LibraryDeletedError(StorageException):
+    """A change through a ``Library`` whose library was deleted (``Arctic.delete_library``)
+    since it was opened; nothing was written."""
 
 
 def _mutates(fn: F) -> F:
@@ -219,8 +226,12 @@ class Library:
         self._engine = self._table.versions
         self._snapshots = Snapshots(store, self._keys)
         self._symbol_list = SymbolList(store, self._keys, head_of=self._engine.head, read_only=read_only)
-        self._engine.journal = self._journal
+        self._engine.journal = self._commit_journal
         self._engine.journal_intent = self._journal_intent
+        #: the library's registry entry when this handle was opened (``Arctic`` sets it): a
+        #: commit checks it is still there, so a deleted library's handle cannot write
+        self._registry: bytes | None = None
+        self._local_store = type(store).read_view is not KVStore.read_view or isinstance(store, MemoryStore)
         self._output_format: Any = None
         self._string_format: str | None = None  # ArrowOutputStringFormat name, library default
 
@@ -353,6 +364,30 @@ class Library:
             )
         return s
 
+    def _check_not_deleted(self) -> None:
+        """Raise ``LibraryDeletedError`` if the library this handle opened was deleted since
+        (also when one of that name was created again): one read of its registry entry, at each
+        commit. The engine calls it just before the commit point; a deletion racing the commit
+        itself is not seen (the store's commit cannot check a key)."""
+        if self._registry is None or not self._local_store:
+            # not opened through an Arctic (nothing to compare with); or a remote store, where
+            # the check would cost every write a request (and ArcticDB does not check there)
+            return
+        raw = self._store.read_if_exists(registry_key(self._name))
+        if raw is not None and bytes(raw) == self._registry:
+            return
+        again = "" if raw is None else " (a library of that name was created again since)"
+        raise LibraryDeletedError(
+            f"library {self._name!r} was deleted with Arctic.delete_library after this Library handle was "
+            f"opened{again}; nothing was written. Open the library again with Arctic.get_library or "
+            "Arctic.create_library to use it")
+
+    def _commit_journal(self, sym: str, head: VersionRecord | None, rec: VersionRecord) -> dict[str, bytes]:
+        """:meth:`_journal`, after :meth:`_check_not_deleted` (the engine calls it just before
+        each commit point)."""
+        self._check_not_deleted()
+        return self._journal(sym, head, rec)
+
     def _journal(self, sym: str, head: VersionRecord | None, rec: VersionRecord) -> dict[str, bytes]:
         """Symbol-list journal keys for a commit that changes whether ``sym`` is live; the
         version engine writes them in the commit transaction where the store allows it."""
@@ -376,7 +411,7 @@ class Library:
             # a refusal (raised while building the record, before the commit point) leaves
             # nothing behind; after a storage failure or an unknown outcome the segments stay
             # (the version may exist), and gc() removes them if it does not
-            if not isinstance(exc, StorageException | CommitStateUnknownError):
+            if not isinstance(exc, StorageException | CommitStateUnknownError) or isinstance(exc, LibraryDeletedError):
                 op.discard()
             raise
         if p:
@@ -530,7 +565,8 @@ class Library:
         symbol : str
             The symbol's name.
         data : Any
-            A picklable object.
+            A picklable object. A DataFrame, Series or numpy array that :meth:`write` accepts
+            is stored as it stores it (as ArcticDB does: appendable, queryable).
         metadata : Any, optional
             Any picklable object, returned by reads.
         prune_previous_versions : bool, optional
@@ -561,10 +597,12 @@ class Library:
         """
         sym = check_symbol(symbol)
         pd = sys.modules.get("pandas")
-        if pd is not None and isinstance(data, pd.DataFrame | pd.Series):
-            # a frame that normalises is stored as write stores it (appendable, queryable), as
-            # ArcticDB does; only what does not normalise is pickled
-            with contextlib.suppress(ArcticDbNotYetImplemented):
+        array = isinstance(data, np.ndarray) and not isinstance(data, np.ma.MaskedArray | np.matrix)
+        if array or pd is not None and isinstance(data, pd.DataFrame | pd.Series):
+            # a frame, series or array that normalises is stored as write stores it (appendable,
+            # queryable), as ArcticDB does; only what does not normalise is pickled (and masked
+            # arrays and matrices, which write would not give back as they were)
+            with contextlib.suppress(ArcticDbNotYetImplemented, pa.ArrowException):
                 return self.write(sym, data, metadata=metadata, prune_previous_versions=prune_previous_versions,
                                   validate_index=False)  # type: ignore[return-value]
         try:
@@ -1157,6 +1195,9 @@ class Library:
                     return unpickle(body, allow_pickle=self._allow_pickle, what=what)
                 except (pickle.UnpicklingError, EOFError, ValueError, OverflowError, IndexError) as exc:
                     raise CorruptDataError(f"pickled data does not load ({type(exc).__name__}: {exc})") from exc
+        given = [k for k, v in (("row_range", row_range), ("columns", columns)) if v is not None]
+        if given or getattr(query_builder, "clauses", None):
+            self._refuse_ndarray(sym, rec, f"a read with {' and '.join(given or ['a query_builder'])}")
         plan = self._table.plan(rec, date_range=self._index_range(date_range), row_range=args.row_range(row_range),
                                 columns=columns, query_builder=query_builder, judge_when_decoding=True)
         out = self._table.read(plan, self._output(output_format), strings=strings)
@@ -1165,6 +1206,16 @@ class Library:
             # a series read without its column: an empty series, as ArcticDB gives
             return pd.Series([], index=pd.RangeIndex(0), name=out.name, dtype=object)
         return out
+
+    @staticmethod
+    def _refuse_ndarray(sym: str, rec: VersionRecord, op: str) -> None:
+        """ArcticDB refuses any processing of a symbol holding a numpy array (row or column
+        selection, head / tail, query clauses) with ``SchemaException``: refuse ``op`` alike."""
+        if not rec.pickled and rec.norm is not None and meta_of(rec).kind == "ndarray":
+            raise SchemaException(
+                f"E_OPERATION_NOT_SUPPORTED_WITH_NUMPY_ARRAY Cannot perform {op} on symbol {sym!r}: version "
+                f"{rec.vid} holds a numpy array, which supports no processing (row_range, columns, head, tail, "
+                "query_builder); read the whole array with read() and slice it in numpy")
 
     def _explain(self, symbol: str, query_builder: Any, *, as_of: Any = None, date_range: Any = None,
                  row_range: tuple[int, int] | None = None, columns: list[Any] | None = None) -> ReadExplain:
@@ -1280,6 +1331,7 @@ class Library:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
                                                    output_format=output_format)).head(n)
         rec = self._resolve_to_read(sym, as_of)
+        self._refuse_ndarray(sym, rec, "head")
         total = rec.index.rows if rec.index is not None else 0
         n = args.count(n, "n")
         rr = (0, n) if n >= 0 else (0, max(0, total + n))
@@ -1328,6 +1380,7 @@ class Library:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
                                                    output_format=output_format)).tail(n)
         rec = self._resolve_to_read(sym, as_of)
+        self._refuse_ndarray(sym, rec, "tail")
         total = rec.index.rows if rec.index is not None else 0
         n = args.count(n, "n")
         rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)
@@ -2529,7 +2582,8 @@ class Library:
         skip_symbols : list of str, optional
             Symbols to leave out.
         versions : dict, optional
-            ``{symbol: version}``: exactly these versions (not with ``skip_symbols``).
+            ``{symbol: version}``: exactly these versions (not with a non-empty ``skip_symbols``);
+            a deleted version still held by another snapshot counts. Empty: every symbol.
 
         Returns
         -------
@@ -2540,7 +2594,7 @@ class Library:
         InternalException
             A snapshot of that name exists, or both ``skip_symbols`` and ``versions`` were given.
         NoSuchVersionException
-            A version of ``versions`` is not live.
+            A version of ``versions`` is neither live nor held by a snapshot.
         UserInputException
             The name is empty, too long or holds ``* < >``.
         PermissionException
@@ -2562,23 +2616,35 @@ class Library:
         if len(snapshot_name) > MAX_SNAPSHOT_NAME or any(c in snapshot_name for c in "*<>"):
             raise UserInputException(
                 f"E_INVALID_CHAR_IN_NAME: snapshot name {snapshot_name!r} is too long or contains * < >")
-        if skip_symbols is not None and versions is not None:
+        if skip_symbols and versions:
             raise InternalException("E_INVALID_ARGUMENT: give skip_symbols or versions, not both")
+        if not versions:
+            versions = None  # ArcticDB's rule: an empty dict (like None) snapshots every symbol
         if self._snapshots.exists(snapshot_name):
             raise InternalException(f"Snapshot with name {snapshot_name} already exists")
+        self._check_not_deleted()
         # a version deleted between its choice and the snapshot's write may have lost its data
         # to the deleter's clean-up (which did not see the snapshot yet): check after writing
         for attempt in range(4):
             chosen: dict[str, int] = {}
+            kept: set[str] = set()  # symbols whose chosen version only other snapshots keep
             if versions is not None:
                 missing = []
+                snaps: dict[tuple[str, int], list[str]] | None = None
                 for s, v in versions.items():
                     head = self._engine.head(s)
                     seq = head.seq_of(int(v)) if head is not None else None
-                    if head is None or seq is None or not head.is_live(seq):
+                    if head is None or seq is None:
                         missing.append((s, v))
-                    else:
+                    elif head.is_live(seq):
                         chosen[s] = seq  # snapshots hold commit sequences
+                    else:  # deleted: still a version while a snapshot keeps it (as in ArcticDB)
+                        snaps = self._snapshots.by_version() if snaps is None else snaps
+                        if (s, seq) in snaps:
+                            chosen[s] = seq
+                            kept.add(s)
+                        else:
+                            missing.append((s, v))
                 if missing:
                     raise NoSuchVersionException(f"Specified symbol-version pairs do not exist: {missing}")
             else:
@@ -2591,7 +2657,11 @@ class Library:
                 raise NoSuchVersionException("No valid symbols in the library, skipping snapshot creation")
             if not self._snapshots.create(snapshot_name, chosen, metadata):
                 raise InternalException(f"Snapshot with name {snapshot_name} already exists")
-            dead = [(s, v) for s, v in chosen.items() if not self._is_live_version(s, v)]
+            dead = [(s, v) for s, v in chosen.items() if s not in kept and not self._is_live_version(s, v)]
+            if kept:  # the other snapshots must still hold them now that ours is written
+                others = {k for k, names in self._snapshots.by_version().items() if set(names) - {snapshot_name}}
+                dead += [(s, v) for s, v in chosen.items() if s in kept and (s, v) not in others
+                         and not self._is_live_version(s, v)]
             if not dead:
                 return
             self._snapshots.delete(snapshot_name)

@@ -858,6 +858,8 @@ def column_labels(meta: NormMeta, labels: list[Any]) -> pd.Index:
     """``DataFrame.columns`` as written (dtype and name) for the user labels ``labels``; none
     (no column read): the empty RangeIndex ArcticDB gives, pandas' default."""
     if not labels:
+        if meta.index_kind == "multi" and meta.user_columns:  # (ArcticDB's for a MultiIndex frame)
+            return pd.Index([], dtype=object)
         return pd.RangeIndex(0)
     try:
         return pd.Index(labels, dtype=_labels_dtype(meta.columns_dtype), name=meta.columns_name)

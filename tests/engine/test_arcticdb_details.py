@@ -11,7 +11,9 @@ import arcticlite as adb
 from arcticlite.exceptions import (
     InternalException,
     NormalizationException,
+    NoSuchVersionException,
     SchemaException,
+    StorageException,
     UnsortedDataException,
     UnsupportedLibraryOptionValue,
     UserInputException,
@@ -217,3 +219,96 @@ def test_get_library_of_a_name_no_library_may_have_is_not_found(tmp_path) -> Non
     with pytest.raises(UserInputException):
         ac.get_library("a*b", create_if_missing=True)
     assert ac.list_libraries() == []
+
+
+def test_snapshot_of_a_deleted_version_another_snapshot_holds(lib: adb.Library) -> None:
+    # ArcticDB: a version a snapshot keeps alive may be named in snapshot(versions=)
+    lib.write("s", _df())
+    lib.write("s", _df(4))
+    lib.snapshot("a")
+    lib.delete("s")
+    lib.snapshot("b", versions={"s": 1})
+    lib.delete_snapshot("a")  # b alone keeps version 1 now
+    assert sorted(lib.list_snapshots()) == ["b"] and lib.list_symbols(snapshot_name="b") == ["s"]
+    pd.testing.assert_frame_equal(lib.read("s", as_of="b").data, _df(4), check_freq=False)
+    with pytest.raises(NoSuchVersionException):  # deleted and held by no snapshot: refused
+        lib.snapshot("c", versions={"s": 0})
+    assert sorted(lib.list_snapshots()) == ["b"]
+
+
+def test_snapshot_with_empty_versions_takes_every_symbol(lib: adb.Library) -> None:
+    # ArcticDB: versions={} (like skip_symbols=[]) is "not given"; only two non-empty ones clash
+    lib.write("s", _df())
+    lib.snapshot("e", versions={})
+    lib.snapshot("f", versions={"s": 0}, skip_symbols=[])
+    assert lib.list_symbols(snapshot_name="e") == ["s"] and lib.list_symbols(snapshot_name="f") == ["s"]
+    with pytest.raises(NoSuchVersionException):  # every symbol skipped: nothing to snapshot
+        lib.snapshot("g", versions={}, skip_symbols=["s"])
+    with pytest.raises(InternalException):
+        lib.snapshot("h", versions={"s": 0}, skip_symbols=["s"])
+    assert sorted(lib.list_snapshots()) == ["e", "f"]
+
+
+def test_write_pickle_stores_a_numpy_array_as_write_does(lib: adb.Library) -> None:
+    # ArcticDB: an array (or series) that normalises is stored natively, so it can be appended to
+    lib.write_pickle("s", np.arange(3))
+    assert [c.name for c in lib.get_description("s").columns] == ["ndarray"]  # not "bytes": not pickled
+    assert lib.append("s", np.arange(2)).version == 1
+    np.testing.assert_array_equal(lib.read("s").data, np.array([0, 1, 2, 0, 1]))
+    lib.write_pickle("t", pd.Series([1, 2], name="x"))
+    assert lib.append("t", pd.Series([3], name="x", index=pd.RangeIndex(2, 3))).version == 1
+    assert lib.read("t").data.tolist() == [1, 2, 3]
+    masked = np.ma.masked_array([1, 2], mask=[False, True])  # write would lose the mask: pickled
+    lib.write_pickle("m", masked)
+    assert lib.read("m").data.mask.tolist() == [False, True]
+    lib.write_pickle("c", np.array([1 + 2j]))  # does not normalise: pickled
+    assert lib.read("c").data.tolist() == [1 + 2j]
+
+
+def test_a_library_handle_cannot_write_once_its_library_is_deleted(tmp_path) -> None:
+    # ArcticDB (LMDB): the handle's environment is gone, writes raise StorageException
+    ac = adb.Arctic(f"lmdb://{tmp_path}/d")
+    lib = ac.create_library("x")
+    lib.write("s", _df())
+    opened = ac.get_library("x")
+    ac.delete_library("x")
+    for handle in (lib, opened):
+        with pytest.raises(StorageException, match="'x' was deleted"):
+            handle.write("t", _df())
+    with pytest.raises(StorageException, match="'x' was deleted"):
+        lib.snapshot("snap")
+    assert ac.list_libraries() == [] and list(ac._store.list_keys("x/")) == []  # nothing left behind
+    again = ac.create_library("x")
+    with pytest.raises(StorageException, match="created again"):  # the old handle stays dead
+        lib.write("t", _df())
+    assert again.list_symbols() == [] and again.write("t", _df()).version == 0
+
+
+def test_a_numpy_array_symbol_refuses_processing(lib: adb.Library) -> None:
+    # ArcticDB: SchemaException E_OPERATION_NOT_SUPPORTED_WITH_NUMPY_ARRAY for any row or column selection
+    lib.write("s", np.arange(6))
+    for op, call in [("head", lambda: lib.head("s", 2)), ("tail", lambda: lib.tail("s", 2)),
+                     ("row_range", lambda: lib.read("s", row_range=(0, 2))),
+                     ("columns", lambda: lib.read("s", columns=[])),
+                     ("query_builder", lambda: lib.read("s", query_builder=adb.QueryBuilder().head(2)))]:
+        with pytest.raises(SchemaException, match=f"E_OPERATION_NOT_SUPPORTED_WITH_NUMPY_ARRAY.*{op}.*numpy array"):
+            call()
+    np.testing.assert_array_equal(lib.read("s", query_builder=adb.QueryBuilder()).data, np.arange(6))
+    np.testing.assert_array_equal(lib.read("s").data, np.arange(6))
+
+
+def _timed_multiindex_frame() -> pd.DataFrame:
+    mi = pd.MultiIndex.from_arrays([pd.date_range("2024-01-05", periods=3), ["a", "b", "c"]], names=["d", "k"])
+    return pd.DataFrame({"a": [1, 2, 3]}, index=mi)
+
+
+def test_description_date_range_of_a_multiindex_is_its_first_level(lib: adb.Library) -> None:
+    # ArcticDB: the first and last value of the timestamp level
+    lib.write("s", _timed_multiindex_frame())
+    assert lib.get_description("s").date_range == (pd.Timestamp("2024-01-05"), pd.Timestamp("2024-01-07"))
+
+
+def test_read_of_no_column_of_a_multiindex_frame_has_empty_object_columns(lib: adb.Library) -> None:
+    # ArcticDB: Index([], dtype=object) for a MultiIndex frame (a RangeIndex for other frames)
+    lib.write("s", _timed_multiindex_frame())
+    pd.testing.assert_index_equal(lib.read("s", columns=[]).data.columns, pd.Index([], dtype=object))
