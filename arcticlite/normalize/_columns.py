@@ -195,6 +195,8 @@ def _extension_to_arrow(ext: Any, dtype: Any, label: Any) -> tuple[pa.Array | pa
 
 def _numpy_to_arrow(arr: np.ndarray, label: Any) -> tuple[pa.Array | pa.ChunkedArray, str]:
     kind = arr.dtype.kind
+    if kind in "iufmM" and not arr.dtype.isnative:  # big-endian values: in the machine's order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if kind in "iub":
         return pa.array(arr), ""
     if kind == "f":

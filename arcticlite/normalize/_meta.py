@@ -214,11 +214,14 @@ class NormMeta:
                 continue
             wanted.append(n)
         want = set(wanted)
-        # ``0 == False == 0.0`` in Python sets; require the same type family too.
+        texts = {w for w in wanted if isinstance(w, str)}
+        # ``0 == False == 0.0`` in Python sets; require the same type family too. An int label
+        # is also found by its text (``"0"`` for ``0``), as ArcticDB, which stores it as text
         return [
             s
             for s, u in zip(self.columns, self.user_columns, strict=True)
-            if u in want and any(_same_label(u, w) for w in wanted)
+            if (u in want and any(_same_label(u, w) for w in wanted))
+            or (texts and isinstance(u, int | np.integer) and not isinstance(u, bool) and str(u) in texts)
         ]
 
     # ------------------------------------------------------------------ JSON

@@ -442,7 +442,7 @@ def test_user_to_stored_storage_order_and_unknown_dropped():
         "b",
         meta.columns[3],
     ]
-    assert meta.user_to_stored(["0"]) == []  # str "0" is not the int label 0
+    assert meta.user_to_stored(["0"]) == [meta.columns[1]]  # an int label is found by its text too (ArcticDB)
     assert meta.user_to_stored([]) == []
 
 

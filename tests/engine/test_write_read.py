@@ -564,3 +564,21 @@ def test_clear_errors_for_bad_metadata_and_nat_indexes() -> None:
         lib.write("n", nat, validate_index=False)
     assert lib.read("n").data.index[1] is pd.NaT
     assert lib.list_symbols() == ["n"]  # the refused writes left no symbol
+
+
+def test_big_endian_values_are_stored_in_the_machines_order(lib: Library) -> None:
+    """Big-endian numpy values (read from a file written elsewhere) are stored and read back
+    as the same numbers (Arrow refused them: an ArrowNotImplementedError reached the user)."""
+    lib.write("a", np.arange(3, dtype=">i4"))
+    np.testing.assert_array_equal(lib.read("a").data, np.arange(3, dtype="int32"))
+    df = pd.DataFrame({"x": np.arange(3, dtype=">f8")}, index=pd.date_range("2024-01-01", periods=3))
+    lib.write("f", df)
+    pd.testing.assert_frame_equal(lib.read("f").data, df.astype({"x": "float64"}), check_freq=False)
+
+
+def test_an_int_column_label_is_found_by_its_text_too(lib: Library) -> None:
+    """As ArcticDB (which stores int labels as text): ``columns=["0"]`` reads column ``0``."""
+    df = pd.DataFrame({0: [1, 2], 1: [1.5, 2.5]}, index=pd.date_range("2024-01-01", periods=2))
+    lib.write("s", df)
+    pd.testing.assert_frame_equal(lib.read("s", columns=["0"]).data, df[[0]], check_freq=False)
+    pd.testing.assert_frame_equal(lib.read("s", columns=[1]).data, df[[1]], check_freq=False)
