@@ -7,6 +7,8 @@ import uuid
 import weakref
 from typing import Any
 
+import numpy as np
+
 from arcticlite._envelope import KIND_CONFIG, KIND_REGISTRY, naming_key, seal, unseal
 from arcticlite.exceptions import (
     ArcticException,
@@ -23,6 +25,7 @@ from arcticlite.library._options import (
     EncodingVersion,
     EnterpriseLibraryOptions,
     LibraryOptions,
+    ModifiableEnterpriseLibraryOption,
     ModifiableLibraryOption,
 )
 from arcticlite.library._types import string_format_name
@@ -231,13 +234,25 @@ class Arctic:
 
     # -- libraries -----------------------------------------------------------------------------------
     def _load_options(self, name: str) -> LibraryOptions | None:
+        header = self._load_config(name)
+        return None if header is None else LibraryOptions.from_json(header["options"])
+
+    def _load_config(self, name: str) -> dict[str, Any] | None:
+        """The library's stored config: ``options`` (LibraryOptions as JSON), ``name`` and, when
+        given, ``enterprise`` (EnterpriseLibraryOptions' fields)."""
         key = LibraryKeys(name).config
         raw = self._store.read_if_exists(key)
         if raw is None:
             return None
         with naming_key(key):
             header, _ = unseal(raw, KIND_CONFIG)
-        return LibraryOptions.from_json(header["options"])
+        return dict(header)
+
+    def _enterprise_options(self, name: str) -> EnterpriseLibraryOptions:
+        header = self._load_config(name) or {}
+        given = header.get("enterprise") or {}
+        return EnterpriseLibraryOptions(replication=bool(given.get("replication", False)),
+                                        background_deletion=bool(given.get("background_deletion", False)))
 
     def _open(self, name: str, options: LibraryOptions, output_format: Any = None,
               arrow_string_format_default: Any = None, read_only: bool | None = None,
@@ -306,7 +321,10 @@ class Arctic:
         if self._store.exists(deleting_key(name)):
             self._finish_delete(name)  # a deletion that stopped half-way: its keys must not come back
         # the first creator's options stand (a lost answer is settled by reading them back below)
-        self._store.create_unique(keys.config, seal(KIND_CONFIG, {"options": options.to_json(), "name": name}))
+        config: dict[str, Any] = {"options": options.to_json(), "name": name}
+        if enterprise_library_options is not None:
+            config["enterprise"] = dataclasses.asdict(enterprise_library_options)
+        self._store.create_unique(keys.config, seal(KIND_CONFIG, config))
         token = uuid.uuid4().hex
         entry = seal(KIND_REGISTRY, {"name": name, "token": token})
         if not self._store.create_unique(registry_key(name), entry):
@@ -604,6 +622,9 @@ class Arctic:
         >>> lib.options().rows_per_segment, ac["demo"].options().rows_per_segment
         (10, 10)
         """
+        if isinstance(option, ModifiableEnterpriseLibraryOption):
+            self._modify_enterprise_option(library, option, value)
+            return
         field = {
             ModifiableLibraryOption.DEDUP: "dedup",
             ModifiableLibraryOption.ROWS_PER_SEGMENT: "rows_per_segment",
@@ -622,5 +643,22 @@ class Arctic:
                 f"{option.name} only supports bool values, got {value!r}")  # ArcticDB's class here
         new = dataclasses.replace(library.options(), **{field: value})
         library._check_not_deleted()  # its config must not come back once the library is deleted
-        self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, {"options": new.to_json(), "name": library.name}))
+        config = self._load_config(library.name) or {}
+        config.update(options=new.to_json(), name=library.name)
+        self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, config))
         library._options = new
+
+    def _modify_enterprise_option(self, library: Library, option: ModifiableEnterpriseLibraryOption,
+                                  value: Any) -> None:
+        """``REPLICATION`` / ``BACKGROUND_DELETION``: kept in the library's config and reported by
+        ``Library.enterprise_options()``, as ArcticDB keeps them (arcticlite has neither feature)."""
+        if not isinstance(value, bool | np.bool_):
+            raise UnsupportedLibraryOptionValue(f"{option.name} only supports bool values, got {value!r}")
+        self._refuse_write("modify_library_option")
+        if library.read_only:
+            library._refuse_write("modify_library_option")
+        library._check_not_deleted()
+        config = self._load_config(library.name) or {"options": library.options().to_json(), "name": library.name}
+        field = "replication" if option is ModifiableEnterpriseLibraryOption.REPLICATION else "background_deletion"
+        config["enterprise"] = {**dataclasses.asdict(self._enterprise_options(library.name)), field: bool(value)}
+        self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, config))

@@ -275,12 +275,14 @@ class Library:
         return dataclasses.replace(self._options)
 
     def enterprise_options(self) -> EnterpriseLibraryOptions:
-        """Enterprise options: accepted for compatibility with ArcticDB, always the defaults.
+        """Enterprise options as given to ``create_library`` or ``modify_library_option``
+        (kept and reported as ArcticDB keeps them; arcticlite has no replication or background
+        deletion).
 
         Returns
         -------
         EnterpriseLibraryOptions
-            ``replication=False, background_deletion=False``.
+            ``replication=False, background_deletion=False`` unless set.
 
         Examples
         --------
@@ -288,7 +290,9 @@ class Library:
         >>> adb.Arctic("mem://").create_library("demo").enterprise_options()
         EnterpriseLibraryOptions(replication=False, background_deletion=False)
         """
-        return EnterpriseLibraryOptions()
+        if self._arctic is None:
+            return EnterpriseLibraryOptions()
+        return self._arctic._enterprise_options(self._name)
 
     def __repr__(self) -> str:
         return f"Library({self._arctic!r}, path={self._name}, storage={type(self._store).__name__})"

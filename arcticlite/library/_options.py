@@ -47,7 +47,8 @@ class ModifiableLibraryOption(enum.Enum):
 
 class ModifiableEnterpriseLibraryOption(enum.Enum):
     """ArcticDB's modifiable enterprise options (``REPLICATION``, ``BACKGROUND_DELETION``):
-    accepted names only; arcticlite has no enterprise features, and modifying one is refused.
+    ``Arctic.modify_library_option`` sets them (bools) and ``Library.enterprise_options()``
+    reports them, as in ArcticDB; arcticlite has neither feature.
 
     Examples
     --------
@@ -61,15 +62,16 @@ class ModifiableEnterpriseLibraryOption(enum.Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnterpriseLibraryOptions:
-    """ArcticDB's enterprise options of a library, accepted for compatibility and ignored
-    (arcticlite has no replication or background deletion).
+    """ArcticDB's enterprise options of a library: kept with the library and reported by
+    ``Library.enterprise_options()``, as ArcticDB keeps them; arcticlite has no replication or
+    background deletion, so they change nothing else.
 
     Parameters
     ----------
     replication : bool
-        Ignored.
+        Kept and reported only.
     background_deletion : bool
-        Ignored.
+        Kept and reported only.
 
     Examples
     --------

@@ -485,3 +485,22 @@ def test_a_time_ordered_multiindex_refuses_rows_before_its_last(lib: Library, va
         lib.finalize_staged_data("s", mode="append", validate_index=validate_index)
     assert [v.version for v in lib.list_versions("s")] == [0]
     assert lib.append("s", rows(3, 1)).version == 1
+
+
+def test_enterprise_options_are_kept_and_modifiable(tmp_path) -> None:
+    """As ArcticDB: the enterprise options given to create_library are kept with the library
+    (another handle sees them) and modify_library_option sets them (bools only)."""
+    from arcticlite import Arctic, EnterpriseLibraryOptions, LibraryOptions, ModifiableEnterpriseLibraryOption
+    from arcticlite.exceptions import UnsupportedLibraryOptionValue
+
+    ac = Arctic(f"lmdb://{tmp_path}/e")
+    lib = ac.create_library("e", LibraryOptions(rows_per_segment=10),
+                            enterprise_library_options=EnterpriseLibraryOptions(replication=True, background_deletion=True))
+    assert Arctic(f"lmdb://{tmp_path}/e")["e"].enterprise_options() == EnterpriseLibraryOptions(
+        replication=True, background_deletion=True)
+    ac.modify_library_option(lib, ModifiableEnterpriseLibraryOption.BACKGROUND_DELETION, False)
+    assert ac["e"].enterprise_options() == EnterpriseLibraryOptions(replication=True, background_deletion=False)
+    with pytest.raises(UnsupportedLibraryOptionValue):
+        ac.modify_library_option(lib, ModifiableEnterpriseLibraryOption.REPLICATION, 1)
+    assert ac["e"].options().rows_per_segment == 10  # the other options stay
+    assert ac.create_library("f").enterprise_options() == EnterpriseLibraryOptions()
