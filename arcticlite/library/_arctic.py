@@ -634,19 +634,26 @@ class Arctic:
         }.get(option)
         if field is None:
             raise ArcticInvalidApiUsageException(f"option {option!r} cannot be modified")
-        self._refuse_write("modify_library_option")
-        if library.read_only:
-            library._refuse_write("modify_library_option")
+        self._refuse_modify(library)
         if field in ("dedup", "prune_previous_versions", "recursive_normalizers") \
                 and isinstance(value, int | float) and not isinstance(value, bool):
             raise UnsupportedLibraryOptionValue(
                 f"{option.name} only supports bool values, got {value!r}")  # ArcticDB's class here
         new = dataclasses.replace(library.options(), **{field: value})
-        library._check_not_deleted()  # its config must not come back once the library is deleted
-        config = self._load_config(library.name) or {}
-        config.update(options=new.to_json(), name=library.name)
-        self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, config))
+        self._rewrite_config(library, options=new.to_json())
         library._options = new
+
+    def _refuse_modify(self, library: Library) -> None:
+        self._refuse_write("modify_library_option")
+        if library.read_only:
+            library._refuse_write("modify_library_option")
+
+    def _rewrite_config(self, library: Library, **changes: Any) -> None:
+        """Store ``library``'s config with ``changes`` (its other fields as stored)."""
+        library._check_not_deleted()  # its config must not come back once the library is deleted
+        config = self._load_config(library.name) or {"options": library.options().to_json()}
+        config.update(changes, name=library.name)
+        self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, config))
 
     def _modify_enterprise_option(self, library: Library, option: ModifiableEnterpriseLibraryOption,
                                   value: Any) -> None:
@@ -654,11 +661,7 @@ class Arctic:
         ``Library.enterprise_options()``, as ArcticDB keeps them (arcticlite has neither feature)."""
         if not isinstance(value, bool | np.bool_):
             raise UnsupportedLibraryOptionValue(f"{option.name} only supports bool values, got {value!r}")
-        self._refuse_write("modify_library_option")
-        if library.read_only:
-            library._refuse_write("modify_library_option")
-        library._check_not_deleted()
-        config = self._load_config(library.name) or {"options": library.options().to_json(), "name": library.name}
+        self._refuse_modify(library)
         field = "replication" if option is ModifiableEnterpriseLibraryOption.REPLICATION else "background_deletion"
-        config["enterprise"] = {**dataclasses.asdict(self._enterprise_options(library.name)), field: bool(value)}
-        self._store.write(LibraryKeys(library.name).config, seal(KIND_CONFIG, config))
+        kept = dataclasses.asdict(self._enterprise_options(library.name))
+        self._rewrite_config(library, enterprise={**kept, field: bool(value)})

@@ -474,9 +474,7 @@ class Library:
         # reads of a local store (LMDB views, memory) are Python work that threads only share
         # out under the GIL: one after another in this thread is faster (100 reads of 10,000
         # rows: ~75 ms in turn, 110-150 ms on the batch threads); S3 requests overlap on them
-        store = self._table.store
-        local = type(store).read_view is not KVStore.read_view or isinstance(store, MemoryStore)
-        pool = None if local and what in _LOCAL_READS else self._table.pools.batch
+        pool = None if self._local_store and what in _LOCAL_READS else self._table.pools.batch
         return batch.run_batch(pool, items, fn, sym_of, as_of_of, what=what)
 
     # -- writes ---------------------------------------------------------------------------------

@@ -10,7 +10,14 @@ import pandas as pd
 import pytest
 from enginehelpers import all_options, assert_frame_equal, frame, versions_of
 
-from arcticlite import Library, LibraryOptions
+from arcticlite import (
+    Arctic,
+    EnterpriseLibraryOptions,
+    Library,
+    LibraryOptions,
+    ModifiableEnterpriseLibraryOption,
+    QueryBuilder,
+)
 from arcticlite.exceptions import (
     AppendOrderException,
     ArcticInvalidApiUsageException,
@@ -19,6 +26,7 @@ from arcticlite.exceptions import (
     SchemaException,
     StreamDescriptorMismatch,
     UnsortedDataException,
+    UnsupportedLibraryOptionValue,
 )
 
 dynamic = pytest.mark.parametrize("library_options", [LibraryOptions(dynamic_schema=True)], ids=["dynamic"],
@@ -443,8 +451,6 @@ def test_uint64_beyond_int64_meets_floats_as_floats(lib: Library) -> None:
 def test_a_rangeindex_symbol_read_without_columns_keeps_its_rows(lib: Library) -> None:
     """``columns=[]`` of a RangeIndex symbol gives its rows without columns, under either schema
     and after a head / tail / row_range clause (was 0 rows: a RangeIndex stores no index column)."""
-    from arcticlite import QueryBuilder
-
     lib.write("s", pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0]}, index=pd.RangeIndex(0, 8, 2)))
     assert lib.read("s", columns=[]).data.index.equals(pd.RangeIndex(0, 8, 2))
     for q in (QueryBuilder().head(2), QueryBuilder().tail(2), QueryBuilder().row_range((1, 3))):
@@ -490,9 +496,6 @@ def test_a_time_ordered_multiindex_refuses_rows_before_its_last(lib: Library, va
 def test_enterprise_options_are_kept_and_modifiable(tmp_path) -> None:
     """As ArcticDB: the enterprise options given to create_library are kept with the library
     (another handle sees them) and modify_library_option sets them (bools only)."""
-    from arcticlite import Arctic, EnterpriseLibraryOptions, LibraryOptions, ModifiableEnterpriseLibraryOption
-    from arcticlite.exceptions import UnsupportedLibraryOptionValue
-
     ac = Arctic(f"lmdb://{tmp_path}/e")
     lib = ac.create_library("e", LibraryOptions(rows_per_segment=10),
                             enterprise_library_options=EnterpriseLibraryOptions(replication=True, background_deletion=True))
