@@ -280,7 +280,12 @@ def few_strings_as_dictionary(arr: np.ndarray) -> pa.DictionaryArray | None:
     # the addresses of the objects: the array holds a reference to each while we look
     addresses = np.ctypeslib.as_array((ctypes.c_ssize_t * n).from_address(arr.ctypes.data))
     sample = addresses[:: max(1, n // _DICTIONARY_SAMPLE)]
-    if len(pd.unique(sample)) > len(sample) // 2:  # many distinct objects: not worth it
+    s = len(sample)
+    repeats = s - len(pd.unique(sample))
+    # many distinct objects: not worth it. s samples of D equally common objects repeat about
+    # s²/2D times, so D is within half the limit when repeats >= s² * SHARE / n (a 10,000-value
+    # column of 2M rows repeats ~730 times in 4,096, a unique one never)
+    if repeats < s // 2 and repeats * n < s * s * DICTIONARY_MAX_SHARE:
         return None
     got = factorize_words(addresses, n // DICTIONARY_MAX_SHARE)  # hashing, in C
     if got is None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from arcticlite import LibraryOptions
+from arcticlite import LibraryOptions, QueryBuilder
 from arcticlite import format as fermion
 from arcticlite.normalize import DICTIONARY_VALUES, normalize, value_schema, value_table
 from arcticlite.normalize._columns import DICTIONARY_MIN_ROWS, few_strings_as_dictionary
@@ -60,12 +60,31 @@ def test_equal_strings_held_by_different_objects_share_one_value() -> None:
     assert enc.cast(pa.string()).to_pylist() == arr.tolist()
 
 
+def test_ten_thousand_tickers_in_a_long_column_are_carried_as_a_dictionary(lib: Any) -> None:
+    # a sample of 4,096 rows sees ~3,400 of the 10,000 names (most of them once), yet the
+    # column holds one name per 200 rows: the repeats in the sample tell the two apart
+    n = 2_000_000
+    names = np.array([f"T{i:05d}" for i in range(10_000)], dtype=object)
+    arr = names[np.random.default_rng(3).integers(0, 10_000, n)]
+    enc = few_strings_as_dictionary(arr)
+    assert enc is not None and len(enc.dictionary) == 10_000
+    assert enc.cast(pa.string()).to_pylist() == arr.tolist()
+    df = pd.DataFrame({"ticker": arr}, index=pd.date_range("2024-01-01", periods=n, freq="s"))
+    lib.write("tickers", df)
+    assert_same(lib.read("tickers").data, df)
+    q = QueryBuilder()
+    got = lib.read("tickers", query_builder=q[q["ticker"] == "T00042"]).data
+    assert_same(got, df[df["ticker"] == "T00042"])
+
+
 @pytest.mark.parametrize(
     "values",
     [
         pytest.param(lambda n: np.array(["a", None] * (n // 2), dtype=object), id="missing values"),
         pytest.param(lambda n: np.array(["a", b"b"] * (n // 2), dtype=object), id="bytes among str"),
         pytest.param(lambda n: np.array([str(i) for i in range(n)], dtype=object), id="all distinct"),
+        pytest.param(lambda n: np.array([str(i) for i in range(n // 8)], dtype=object)[
+            np.random.default_rng(0).integers(0, n // 8, n)], id="one value per 8 rows"),
         pytest.param(lambda n: np.array(["a", "b"] * 100, dtype=object), id="short column"),
         pytest.param(lambda n: np.array([1, 2] * (n // 2), dtype=object), id="ints"),
     ],
