@@ -89,6 +89,19 @@ def prepare_frame(spec: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _batch_symbols(spec: dict[str, Any]) -> list[str]:
+    return [f"b_{i:04d}" for i in range(spec["count"])]
+
+
+def prepare_batch(spec: dict[str, Any]) -> dict[str, Any]:
+    lib = _library(spec, create=True)
+    df = build_frame(spec["shape"], _load(spec["parts"]))
+    for sym in _batch_symbols(spec):
+        lib.write(sym, df)
+    lib.write("warm", df.iloc[:10])
+    return {}
+
+
 def prepare_versions(spec: dict[str, Any]) -> dict[str, Any]:
     lib = _library(spec, create=True)
     for v in range(spec["count"]):
@@ -162,6 +175,39 @@ def op_select(spec: dict[str, Any]) -> dict[str, Any]:
     return {"metrics": {"seconds": seconds}, "rows": len(df)}
 
 
+def op_write_batch(spec: dict[str, Any]) -> dict[str, Any]:
+    """One ``write_batch`` of ``count`` symbols (the same frame under each name)."""
+    mod = importlib.import_module(spec["engine"])
+    lib = _library(spec, create=True)
+    df = build_frame(spec["shape"], _load(spec["parts"]))
+    payloads = [mod.WritePayload(sym, df) for sym in _batch_symbols(spec)]
+    if spec["warmup"]:
+        lib.write_batch([mod.WritePayload("warm", df.iloc[:10])])
+    _sync()
+    seconds, _ = _timed(lambda: lib.write_batch(payloads))
+    if spec["check"]:
+        for item in lib.read_batch(_batch_symbols(spec)[:: max(1, spec["count"] // 5)]):
+            _check(item.data, df, "write_batch then read")
+    return {"metrics": {"seconds": seconds}}
+
+
+def op_read_batch(spec: dict[str, Any]) -> dict[str, Any]:
+    """One ``read_batch`` of ``count`` symbols."""
+    lib = _library(spec)
+    syms = _batch_symbols(spec)
+    if spec["warmup"]:
+        lib.read_batch(["warm"])
+    _sync()
+    seconds, items = _timed(lambda: lib.read_batch(syms))
+    if spec["check"]:
+        df = build_frame(spec["shape"], _load(spec["parts"]))
+        if len(items) != len(syms):
+            raise AssertionError(f"read_batch: {len(items)} results, want {len(syms)}")
+        for item in items[:: max(1, len(items) // 5)]:
+            _check(item.data, df, "read_batch")
+    return {"metrics": {"seconds": seconds}, "rows": sum(len(i.data) for i in items)}
+
+
 def op_append(spec: dict[str, Any]) -> dict[str, Any]:
     lib = _library(spec, create=True)
     count, window = spec["count"], spec["window"]
@@ -217,6 +263,7 @@ def op_list(spec: dict[str, Any]) -> dict[str, Any]:
 OPS = {
     "prepare_frame": prepare_frame,
     "prepare_versions": prepare_versions,
+    "prepare_batch": prepare_batch,
     "prepare_symbols": prepare_symbols,
     "untimed_list": untimed_list,
     "write": op_write,
@@ -224,6 +271,8 @@ OPS = {
     "date_range": op_date_range,
     "select": op_select,
     "append": op_append,
+    "write_batch": op_write_batch,
+    "read_batch": op_read_batch,
     "as_of": op_as_of,
     "list": op_list,
     "list_first": op_list,

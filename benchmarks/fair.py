@@ -242,6 +242,9 @@ class Driver:
             t = time.perf_counter()
             if kind == "frame":
                 run_worker({**spec, "op": "prepare_frame", **store}, self.args.timeout)
+            elif kind == "batch":
+                run_worker({**spec, "op": "prepare_batch", "count": self.sizes["batch_symbols"],
+                            **store}, self.args.timeout)
             elif kind == "versions":
                 run_worker({**spec, "op": "prepare_versions", "count": self.sizes["versions"],
                             **store}, self.args.timeout)
@@ -258,8 +261,10 @@ class Driver:
     def spec_for(self, s: Scenario, engine: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(spec, a store to drop after the run or None)."""
         spec = {**self.base_spec(s, engine), "op": s.op}
-        if s.op in ("write", "append"):
+        if s.op in ("write", "append", "write_batch"):
             store = self.stores.new(s.backend, engine, s.op)
+            if s.op == "write_batch":
+                spec["count"] = self.sizes["batch_symbols"]
             if s.op == "append":
                 spec.update(count=self.sizes["appends"],
                             window=min(100, max(1, self.sizes["appends"] // 4)))
@@ -273,6 +278,9 @@ class Driver:
                 idx = np.linspace(0, spec["ncols"] - 1, 10).astype(int)
                 spec["columns"] = [f"c{i}" for i in idx]
             return {**spec, **store}, None
+        if s.op == "read_batch":
+            store = self.prepare(s, engine, "batch")
+            return {**spec, "count": self.sizes["batch_symbols"], **store}, None
         if s.op == "as_of":
             store = self.prepare(s, engine, "versions")
             return {**spec, "count": self.sizes["versions"], **store}, None
@@ -284,7 +292,7 @@ class Driver:
             return {**spec, "count": self.sizes["symbols"], **store}, None
         raise KeyError(s.op)
 
-    PREPARE = {"read": "frame", "date_range": "frame", "select": "frame", "as_of": "versions",
+    PREPARE = {"read": "frame", "read_batch": "batch", "date_range": "frame", "select": "frame", "as_of": "versions",
                "list_first": "symbols", "list": "symbols_listed"}
 
     def run_scenario(self, s: Scenario) -> dict[str, Any]:

@@ -30,6 +30,7 @@ FULL_SIZES: dict[str, int] = {
     "columns_rows": 10_000_000,  # x 10 float64, column by column
     "mixed_rows": 5_000_000,
     "quotes_rows": 5_000_000,
+    "tickers_rows": 5_000_000,  # id, x, a 10,000-value string ticker
     "wide_rows": 20_000,  # x 1,000 float64
     "wide_cols": 1_000,
     "long_rows": 40_000_000,  # x 1 float64
@@ -38,6 +39,8 @@ FULL_SIZES: dict[str, int] = {
     "appends": 2_000,  # of 10 rows
     "versions": 2_000,
     "symbols": 5_000,
+    "batch_symbols": 100,  # write_batch / read_batch of this many symbols ...
+    "batch_rows": 10_000,  # ... of this many rows x 5 columns each
     "s3_array_rows": 1_000_000,  # S3 through moto: smaller by default (moto is slow)
     "s3_mixed_rows": 500_000,
     "s3_quotes_rows": 500_000,
@@ -48,6 +51,8 @@ FLOORS: dict[str, int] = {
     "appends": 40,
     "versions": 20,
     "symbols": 100,
+    "batch_symbols": 10,
+    "batch_rows": 100,
 }
 UNSCALED = frozenset({"wide_cols", "select_cols"})
 
@@ -107,6 +112,14 @@ def make_parts(shape: str, n: int, ncols: int = 10, seed: int = 0) -> dict[str, 
             "ask_size": np.maximum(1, rng.lognormal(1.0, 1.0, n).astype(np.int32)) * 100,
             "venue": venues[rng.choice(4, n, p=[0.4, 0.3, 0.2, 0.1])],
         }
+    if shape == "tickers":  # every row's ticker drawn uniformly from 10,000 names
+        names = np.array([f"T{i:05d}" for i in range(10_000)], dtype=object)
+        return {"index": _index(n), "id": np.arange(n, dtype=np.int64), "x": rng.random(n),
+                "ticker": names[rng.integers(0, len(names), n)]}
+    if shape == "batch":  # one symbol of a batch: 2 float, 2 int, 1 bool column
+        return {"index": _index(n), "f0": rng.standard_normal(n), "f1": rng.random(n),
+                "i0": rng.integers(0, 10**6, n, dtype=np.int64),
+                "i1": rng.integers(-100, 100, n, dtype=np.int64), "b": rng.random(n) < 0.5}
     if shape == "long":
         return {"index": _index(n, freq="ms"), "cols": [rng.standard_normal(n)], "ncols": 1}
     if shape == "small":  # the 10-row appends, the versions, the 5,000 symbols
@@ -136,6 +149,9 @@ def build_frame(shape: str, parts: dict[str, Any]) -> pd.DataFrame:
     if shape == "small":
         idx = pd.DatetimeIndex(parts["index"].view("M8[ns]"), name="ts")
         return pd.DataFrame({"a": parts["a"], "b": parts["b"]}, index=idx)
+    if shape in ("tickers", "batch"):
+        idx = pd.DatetimeIndex(parts["index"].view("M8[ns]"), name="ts")
+        return pd.DataFrame({k: v for k, v in parts.items() if k != "index"}, index=idx)
     raise KeyError(f"unknown shape {shape!r}")
 
 
@@ -158,6 +174,7 @@ class Scenario:
 
     name: str
     op: str  # write | read | date_range | append | as_of | list_first | list | select
+    #        | write_batch | read_batch
     label: str
     backend: str = "lmdb"
     dataset: Dataset | None = None
@@ -171,6 +188,8 @@ def scenarios(sizes: dict[str, int]) -> list[Scenario]:
         "columns": Dataset("columns", "columns_rows", 10),
         "mixed": Dataset("mixed", "mixed_rows"),
         "quotes": Dataset("quotes", "quotes_rows"),
+        "tickers": Dataset("tickers", "tickers_rows"),
+        "batch": Dataset("batch", "batch_rows"),
         "wide": Dataset("array", "wide_rows", sizes["wide_cols"]),
         "long": Dataset("long", "long_rows"),
         "select": Dataset("array", "select_rows", sizes["select_cols"]),
@@ -187,6 +206,7 @@ def scenarios(sizes: dict[str, int]) -> list[Scenario]:
         "columns": f"{n('columns_rows')} x 10 float64, column by column",
         "mixed": f"{n('mixed_rows')} mixed (f/i/b/str, tz index)",
         "quotes": f"{n('quotes_rows')} quotes",
+        "tickers": f"{n('tickers_rows')} x (id, x, 10,000-value ticker)",
         "wide": f"{n('wide_rows')} x {n('wide_cols')} float64",
         "long": f"{n('long_rows')} x 1 float64",
     }
@@ -203,6 +223,12 @@ def scenarios(sizes: dict[str, int]) -> list[Scenario]:
                  f"list_symbols {n('symbols')}, fresh client, first call ever", unit="ms"),
         Scenario("list", "list", f"list_symbols {n('symbols')}, fresh client, later call",
                  unit="ms"),
+        Scenario("batch_write", "write_batch",
+                 f"write_batch {n('batch_symbols')} symbols x {n('batch_rows')} rows x 5",
+                 dataset=ds["batch"], unit="ms"),
+        Scenario("batch_read", "read_batch",
+                 f"read_batch {n('batch_symbols')} symbols x {n('batch_rows')} rows x 5",
+                 dataset=ds["batch"], unit="ms"),
         Scenario("select", "select",
                  f"read 10 of {n('select_cols')} columns x {n('select_rows')} rows",
                  dataset=ds["select"], unit="ms"),

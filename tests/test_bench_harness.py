@@ -45,7 +45,7 @@ def test_sizes_scale_with_floors_and_overrides() -> None:
         fair.sizes_for(1.0, {"nope": 1})
 
 
-@pytest.mark.parametrize("shape", ["array", "columns", "mixed", "quotes", "long", "small"])
+@pytest.mark.parametrize("shape", ["array", "columns", "mixed", "quotes", "tickers", "batch", "long", "small"])
 def test_shapes(shape: str) -> None:
     df = fair.build_frame(shape, fair.make_parts(shape, 1_000, 7))
     assert len(df) == 1_000 and isinstance(df.index, pd.DatetimeIndex)
@@ -61,13 +61,16 @@ def test_shapes(shape: str) -> None:
     if shape == "quotes":
         assert set(df["venue"]) <= {"NYSE", "NASDAQ", "ARCA", "IEX"}
         assert np.allclose(df["bid"] * 100, np.round(df["bid"] * 100))
+    if shape == "tickers":
+        assert df["ticker"].str.match(r"T\d{5}$").all() and df["id"].is_monotonic_increasing
 
 
 def test_scenarios_cover_the_issue() -> None:
     names = {s.name for s in fair.scenarios(fair.sizes_for(1.0))}
-    for shape in ("array", "columns", "mixed", "quotes", "wide", "long"):
+    for shape in ("array", "columns", "mixed", "quotes", "tickers", "wide", "long"):
         assert {f"write_{shape}", f"read_{shape}"} <= names
-    assert {"date_range", "append", "as_of", "list_first", "list", "select"} <= names
+    assert {"date_range", "append", "as_of", "list_first", "list", "select", "batch_write",
+            "batch_read"} <= names
     assert sum(n.startswith("s3_read_") for n in names) >= 2
     assert sum(n.startswith("s3_write_") for n in names) >= 2
     chosen = fair.select_scenarios(fair.scenarios(fair.sizes_for(1.0)), ["read"], ["lmdb"])

@@ -32,6 +32,7 @@ from arcticlite.format._alloc import (
     small_pages,
 )
 from arcticlite.format._enc_gather import search_arithmetic
+from arcticlite.format._enc_policy import DISTINCT_FILES
 from arcticlite.format._encodings import ENCODING_NAMES
 from arcticlite.format._intervals import Intervals, intersect_intervals, merge_intervals
 from arcticlite.format._kernels import factorize_words, native_enabled
@@ -46,6 +47,7 @@ from arcticlite.format._writer import FermionWriter
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
+    "DISTINCT_FILES",
     "ENCODING_NAMES",
     "FermionReader",
     "FermionWriter",

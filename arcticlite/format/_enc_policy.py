@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["POLICIES", "READ", "REUSE", "REUSE_GAIN", "REUSE_MAX", "REUSE_SEARCHED", "REUSE_SLACK", "SIZE", "WRITE", "Policy", "current",
+__all__ = ["DISTINCT_FILES", "POLICIES", "READ", "REUSE", "REUSE_GAIN", "REUSE_MAX", "REUSE_SEARCHED", "REUSE_SLACK", "SIZE", "WRITE", "Policy", "current",
            "dictionary_key", "run_with"]
 
 T = TypeVar("T")
@@ -66,6 +66,11 @@ REUSE_GAIN = 0.97
 #: A reused choice whose pages come out this many times larger (per value) than the page it
 #: was chosen on, two pages in a row, is searched again on the next page.
 REUSE_SLACK = 1.15
+#: A memo holding this key (True) serves files of unrelated data (the symbols of a batch of
+#: writes): a page its reused choice does not suit (:data:`REUSE_SLACK`) is searched at once,
+#: not from the next page on (a symbol of one page has no next page), and float pages always
+#: take the incompressibility test (a stream remembered as plain is not assumed plain).
+DISTINCT_FILES = "distinct-files"
 
 
 SIZE = Policy("size", zstd=True, min_avg_run=4)

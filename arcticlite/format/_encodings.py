@@ -98,7 +98,13 @@ from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileE
 from arcticlite.format import _enc_binary as _bin
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
-from arcticlite.format._enc_policy import REUSE_GAIN, REUSE_MAX, REUSE_SEARCHED, REUSE_SLACK
+from arcticlite.format._enc_policy import (
+    DISTINCT_FILES,
+    REUSE_GAIN,
+    REUSE_MAX,
+    REUSE_SEARCHED,
+    REUSE_SLACK,
+)
 from arcticlite.format._enc_policy import current as _policy
 from arcticlite.format._enc_select import (
     MODE_BITPACK,
@@ -240,7 +246,8 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
         return _encode_sampled(xi, floats)
     memo = _policy().memo if key is not None else None
     entry = memo.get(key) if memo is not None else None
-    if entry is not None and entry[4] > 0:
+    sig = _signature(xi) if memo is not None and memo.get(DISTINCT_FILES) else None
+    if memo is not None and entry is not None and entry[4] > 0 and (sig is None or memo.get(("sig", key)) == sig):
         scheme, mode, codec, level, left = entry[:5]
         recipe = entry[5] if len(entry) > 5 else None
         body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
@@ -250,9 +257,10 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
         # one page that comes out larger is data, not a change (a size column's outlier
         # widens that page's frame of reference whatever the scheme): only two in a row are
         worse = len(entry) > 7 and len(blob) > REUSE_SLACK * entry[7] * n
-        again = worse and len(entry) > 8 and entry[8]
-        memo[key] = (scheme, mode, codec, level, 0 if again else left - 1, *entry[5:8], worse)  # type: ignore[index]
-        return blob
+        if not (worse and memo.get(DISTINCT_FILES)):  # (else: searched below, for this page)
+            again = worse and len(entry) > 8 and entry[8]
+            memo[key] = (scheme, mode, codec, level, 0 if again else left - 1, *entry[5:8], worse)
+            return blob
     if memo is not None and n >= 4 * SEARCH_SAMPLE:
         # a stream's search in a bulk write: choose on a contiguous chunk from the middle, then
         # encode the whole page once with that recipe (the choice is checked on later pages:
@@ -264,14 +272,24 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
             body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
                     else encode_scheme(xi, SCHEME_OF_ID.get(chosen[0], "plain"), 0, mode, floats))
             blob = compress_if_it_pays(body, codec, level)
-            _remember(memo, key, entry, chosen, mode, codec, level, recipe, len(blob) / n)
+            _remember(memo, key, entry, chosen, mode, codec, level, recipe, len(blob) / n, sig)
             return blob
     variants = _variants(xi, floats)
     i, codec, level, blob = choose_codec_blob([b for b, _ in variants])
     if memo is not None:
         chosen, mode = variants[i]
-        _remember(memo, key, entry, chosen, mode, codec, level, recipe_of(chosen), len(blob) / n)
+        _remember(memo, key, entry, chosen, mode, codec, level, recipe_of(chosen), len(blob) / n, sig)
     return blob
+
+
+def _signature(xi: np.ndarray) -> tuple[int, int]:
+    """What a page's data is like, cheaply (two passes of numpy): the bit width of its range
+    and the binary order of magnitude of its share of value changes. Files of unrelated data
+    reuse a remembered choice only for a page of the same signature as the page it was
+    searched on (a column of long runs is not encoded as the random one before it was)."""
+    lo, hi = int(xi.min()), int(xi.max())
+    changes = int(np.count_nonzero(xi[1:] != xi[:-1]))
+    return (hi - lo).bit_length(), (64 * changes // max(1, len(xi) - 1)).bit_length()
 
 
 #: A bulk write's stream searches its encoding on this many values from the middle of a page
@@ -281,13 +299,15 @@ SEARCH_SAMPLE = 1 << 14
 
 
 def _remember(memo: dict[Any, Any], key: Any, entry: Any, chosen: bytes, mode: int, codec: int | None,
-              level: int, recipe: Any, per_value: float) -> None:
+              level: int, recipe: Any, per_value: float, sig: tuple[int, int] | None = None) -> None:
     """Store a stream's search result in a bulk write's memo (see :func:`encode_fixed`)."""
     # a search that gained nothing over the choice it replaces: trust the stream's choices
     # for four times as many pages (up to REUSE_MAX)
     stale = entry is not None and len(entry) > 7 and per_value >= REUSE_GAIN * entry[7]
     span = min(4 * entry[6], REUSE_MAX) if stale else REUSE_SEARCHED
     memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, span, recipe, span, per_value)
+    if sig is not None:
+        memo[("sig", key)] = sig
 
 
 #: Float arrays at least this long first go through a cheap incompressibility test.

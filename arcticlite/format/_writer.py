@@ -38,7 +38,14 @@ import pyarrow as pa
 from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.format import _bloom, _kernels
 from arcticlite.format import _layout as L
-from arcticlite.format._enc_policy import POLICIES, REUSE, SIZE, dictionary_key, run_with
+from arcticlite.format._enc_policy import (
+    DISTINCT_FILES,
+    POLICIES,
+    REUSE,
+    SIZE,
+    dictionary_key,
+    run_with,
+)
 from arcticlite.format._encodings import incompressible_many
 from arcticlite.format._parallel import MIN_PARALLEL_BYTES, run_jobs
 from arcticlite.format._types import (
@@ -643,7 +650,7 @@ class FermionWriter:
         one the test marks plain is remembered, like any other choice."""
         memo = self._policy.memo
         test = floats
-        if memo is not None:
+        if memo is not None and not memo.get(DISTINCT_FILES):
             test = []
             for job in floats:
                 entry = memo.get(job.key)
@@ -660,6 +667,10 @@ class FermionWriter:
                 job.plain = True
                 if memo is not None and job.key is not None:
                     memo[job.key] = ("plain", 0, None, 0, REUSE)
+            elif memo is not None and job.key is not None:
+                entry = memo.get(job.key)
+                if entry is not None and entry[0] == "plain" and len(entry) == 5:
+                    del memo[job.key]  # the test's choice does not hold for this page: search
 
     def _write_stripe(self, table: pa.Table, allowed: np.ndarray | None, wait: bool = True) -> None:
         """Encode and write one stripe. With ``wait`` (every stripe but the one close() writes

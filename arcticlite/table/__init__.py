@@ -64,6 +64,7 @@ from arcticlite.table._segments import (
     col_slices,
     is_small_append,
     read_segments,
+    shared_choices,
     write_segments,
     write_tail,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "staged_keys",
     "staged_symbols",
     "widen_dynamic_leaves",
+    "shared_choices",
     "write_segments",
     "write_tail",
 ]

@@ -17,9 +17,11 @@ Costs (measured in ``benchmarks/bench_engine.py``):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,6 +143,26 @@ def regular_groups(idx: np.ndarray, r0s: np.ndarray, r1s: np.ndarray) -> np.ndar
     return out
 
 
+#: Encoding choices shared by the writes of one batch (``write_batch``, ``append_batch``, ...):
+#: by the stored schema of a column slice, the memo its segments keep (see ``fermion.encode``'s
+#: ``choices``). None outside a batch: a write's segments share choices among themselves only.
+_BATCH_CHOICES: contextvars.ContextVar[dict[Any, dict[Any, Any]] | None] = contextvars.ContextVar(
+    "arcticlite_batch_choices", default=None)
+
+
+@contextlib.contextmanager
+def shared_choices(memo: dict[Any, dict[Any, Any]]) -> Iterator[None]:
+    """Within the block (on this thread), segments whose column slices have the same stored
+    schema share one memo of encoding choices in ``memo``: the symbols of a batch of small writes
+    of one shape search a column's encoding once, not once per symbol (a later page whose
+    reused choice stops paying is searched again, as within one write)."""
+    token = _BATCH_CHOICES.set(memo)
+    try:
+        yield
+    finally:
+        _BATCH_CHOICES.reset(token)
+
+
 def write_segments(
     store: KVStore,
     keys: LibraryKeys,
@@ -191,13 +213,14 @@ def write_segments(
 
     # the segments of one column slice share their encoding choices: a column's scheme is
     # searched on its first pages, then reused (and searched again every few pages)
-    choices: dict[tuple[str, ...], dict[Any, Any]] = {}
+    choices: dict[Any, dict[Any, Any]] = {}
+    batch_choices = _BATCH_CHOICES.get()
     # strings carried dictionary-encoded from normalization are stored as plain values
     stored = norm.value_schema(table.schema)
 
     def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, cols = task
-        memo = choices.setdefault(tuple(cols), {}) if len(tasks) > 1 else None
+        memo = choices.setdefault(tuple(cols), {}) if len(tasks) > 1 and batch_choices is None else None
         # open tails (written plain) carry no Bloom filter: they are small and soon replaced
         bloom = layout.bloom_min_distinct if optimize_for != "write" else None
         piece = table.select(cols).slice(r0, r1 - r0)
@@ -208,6 +231,9 @@ def write_segments(
         if stored is not table.schema:  # NaN-rows companions (and their listing) follow the columns
             schema = pa.schema([stored.field(c) for c in cols] + list(piece.schema)[len(cols):],
                                metadata=piece.schema.metadata)
+        if batch_choices is not None:  # a memo's stream numbers hold for one stored schema
+            fields = tuple((f.name, str(f.type)) for f in (schema if schema is not None else piece.schema))
+            memo = batch_choices.setdefault((fields, optimize_for), {fermion.DISTINCT_FILES: True})
         body = fermion.encode(piece, schema=schema, parallel=inner_parallel,
                               page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo,
                               bloom_min_distinct=bloom, bloom_max_fraction=layout.bloom_max_fraction)

@@ -3,6 +3,7 @@ still written (reference §2 "read_batch", "Batch writes")."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from enginehelpers import all_options, assert_frame_equal, frame, versions_of
@@ -28,6 +29,7 @@ from arcticlite.exceptions import (
     ArcticInvalidApiUsageException,
     ArcticUnsupportedDataTypeException,
 )
+from arcticlite.library._types import KeyType
 
 
 @all_options
@@ -194,3 +196,33 @@ def test_delete_batch(lib: Library) -> None:
     assert versions_of(lib, "b") == [1]
     assert versions_of(lib, "c") == [0, 1]
     assert lib.delete_batch(["a"]) == [None]  # already deleted: None
+
+
+def _shaped(kind: str, n: int = 20_000) -> pd.DataFrame:
+    """One schema (x float64, k int64), data of very different character per ``kind``."""
+    rng = np.random.default_rng(len(kind))
+    if kind == "random":
+        x, k = rng.standard_normal(n), rng.integers(-(2**62), 2**62, n)
+    elif kind == "prices":  # two decimals, few distinct sizes: both columns compress well
+        x, k = np.round(100 + np.cumsum(rng.integers(-3, 4, n)) / 100, 2), rng.integers(0, 8, n) * 100
+    else:  # long runs
+        x, k = np.repeat(rng.standard_normal(n // 1000), 1000), np.repeat(np.arange(n // 1000), 1000)
+    return pd.DataFrame({"x": x, "k": k}, index=pd.date_range("2024-01-01", periods=n, freq="s"))
+
+
+def test_write_batch_of_unlike_symbols_stores_each_as_compactly_as_a_write(lib: Library) -> None:
+    # the symbols of a batch share what the first one found about each column's encoding; a
+    # symbol whose data that choice does not suit is searched again (or its float pages
+    # tested again), so the batch neither garbles nor bloats it
+    kinds = ["random", "prices", "runs", "prices", "random", "runs"]
+    frames = {f"{k}_{i}": _shaped(k) for i, k in enumerate(kinds)}
+    items = lib.write_batch([WritePayload(s, df) for s, df in frames.items()])
+    assert all(isinstance(i, VersionedItem) for i in items)
+    for s, df in frames.items():
+        lib.write(f"alone_{s}", df)
+    sizes = lib.admin_tools().get_sizes_by_symbol()
+    for s, df in frames.items():
+        assert_frame_equal(lib.read(s).data, df)
+        batch_bytes = sizes[s][KeyType.TABLE_DATA].bytes_compressed
+        alone_bytes = sizes[f"alone_{s}"][KeyType.TABLE_DATA].bytes_compressed
+        assert batch_bytes <= 1.15 * alone_bytes, (s, batch_bytes, alone_bytes)
