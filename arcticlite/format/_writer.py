@@ -649,8 +649,10 @@ class FermionWriter:
         memo of choices, a stream remembered as plain skips the test (for ``REUSE`` pages) and
         one the test marks plain is remembered, like any other choice."""
         memo = self._policy.memo
+        if memo is not None and memo.get(DISTINCT_FILES):
+            memo = None  # unrelated files: every float page takes the test, none is remembered
         test = floats
-        if memo is not None and not memo.get(DISTINCT_FILES):
+        if memo is not None:
             test = []
             for job in floats:
                 entry = memo.get(job.key)
@@ -667,10 +669,6 @@ class FermionWriter:
                 job.plain = True
                 if memo is not None and job.key is not None:
                     memo[job.key] = ("plain", 0, None, 0, REUSE)
-            elif memo is not None and job.key is not None:
-                entry = memo.get(job.key)
-                if entry is not None and entry[0] == "plain" and len(entry) == 5:
-                    del memo[job.key]  # the test's choice does not hold for this page: search
 
     def _write_stripe(self, table: pa.Table, allowed: np.ndarray | None, wait: bool = True) -> None:
         """Encode and write one stripe. With ``wait`` (every stripe but the one close() writes

@@ -220,7 +220,6 @@ def write_segments(
 
     def encode(task: tuple[int, int, list[str]]) -> tuple[str, bytes]:
         r0, r1, cols = task
-        memo = choices.setdefault(tuple(cols), {}) if len(tasks) > 1 and batch_choices is None else None
         # open tails (written plain) carry no Bloom filter: they are small and soon replaced
         bloom = layout.bloom_min_distinct if optimize_for != "write" else None
         piece = table.select(cols).slice(r0, r1 - r0)
@@ -231,9 +230,12 @@ def write_segments(
         if stored is not table.schema:  # NaN-rows companions (and their listing) follow the columns
             schema = pa.schema([stored.field(c) for c in cols] + list(piece.schema)[len(cols):],
                                metadata=piece.schema.metadata)
+        memo: dict[Any, Any] | None = None
         if batch_choices is not None:  # a memo's stream numbers hold for one stored schema
             fields = tuple((f.name, str(f.type)) for f in (schema if schema is not None else piece.schema))
             memo = batch_choices.setdefault((fields, optimize_for), {fermion.DISTINCT_FILES: True})
+        elif len(tasks) > 1:
+            memo = choices.setdefault(tuple(cols), {})
         body = fermion.encode(piece, schema=schema, parallel=inner_parallel,
                               page_size=PAGE_SIZE, optimize_for=optimize_for, choices=memo,
                               bloom_min_distinct=bloom, bloom_max_fraction=layout.bloom_max_fraction)
