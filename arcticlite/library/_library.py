@@ -477,7 +477,10 @@ class Library:
         # reads of a local store (LMDB views, memory) are Python work that threads only share
         # out under the GIL: one after another in this thread is faster (100 reads of 10,000
         # rows: ~75 ms in turn, 110-150 ms on the batch threads); S3 requests overlap on them
-        pool = None if self._local_store and what in _LOCAL_READS else self._table.pools.batch
+        # writes of a local store wait only on their commit's fsync: a thread per core overlaps
+        # those; S3 requests overlap on the (wider) batch pool
+        pools = self._table.pools
+        pool = (None if what in _LOCAL_READS else pools.local_batch) if self._local_store else pools.batch
         if what in _SHARED_CHOICES:  # the symbols of a batch search a column's encoding once
             memo: dict[Any, Any] = {}
             inner = fn
