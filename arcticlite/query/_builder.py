@@ -466,11 +466,11 @@ class QueryBuilder:
     2024-01-03   A  3.0
     >>> q = adb.QueryBuilder().groupby("sym").agg({"px": "sum", "n": ("px", "count")})
     >>> lib.read("T", query_builder=q).data.sort_index()
-          px  n
+         n   px
     sym
-    A    4.0  2
-    B    2.0  1
-    C    4.0  1
+    A    2  4.0
+    B    1  2.0
+    C    1  4.0
 
     Notes
     -----

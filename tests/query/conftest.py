@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from arcticlite import Arctic, Library, LibraryOptions
+from arcticlite.query._agg_order import output_order
 
 
 @pytest.fixture(params=[pytest.param("memory", marks=pytest.mark.memory),
@@ -69,3 +70,11 @@ def whole_fetches(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], list[str]]
         return fetched
 
     return watch
+
+
+def in_output_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """An expected aggregation result built in the ``agg`` dict's column order, reordered as
+    ArcticDB and arcticlite output it (the iteration order of ArcticDB's hash map of the
+    aggregations: ``test_aggregations.py::test_output_columns_come_in_arcticdbs_order``)."""
+    names = list(frame.columns)
+    return frame[[names[i] for i in output_order(names)]]

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arcticlite import Arctic, LibraryOptions, QueryBuilder
+from tests.query.conftest import in_output_order
 
 STRS = ["a", "b", "cc", None]
 OPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -123,7 +124,7 @@ def test_random_aggregations_match_pandas(df: pd.DataFrame, ops: list[tuple[str,
         for name, (c, op) in aggs.items():
             res = getattr(grouped[c], op)()
             out[name] = res.astype(np.uint64) if op == "count" else res
-        return pd.DataFrame(out)
+        return in_output_order(pd.DataFrame(out))
 
     got = lib.read("s", query_builder=QueryBuilder().groupby(key).agg(aggs)).data.sort_index()
     exp = expected(df.groupby(key))
