@@ -53,6 +53,11 @@ def describe(rec: VersionRecord) -> SymbolDescription:
         itype = "multi_index" if meta.index_kind == "multi" else "index"
     if meta.kind in ("series", "ndarray"):
         index, itype = (), "NA"
+    if meta.kind == "series":  # as ArcticDB: an unnamed Series is column "0", a timestamp index a column
+        cols = tuple(NameWithDType("0" if c.name is None else c.name, c.dtype) for c in cols)
+        if meta.index_kind == "datetime" and not meta.written_empty:
+            label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
+            cols = (NameWithDType(label, _td("NANOSECONDS_UTC64")), *cols)
     if meta.kind == "ndarray" and cols:  # one column named "ndarray" (of any shape), as ArcticDB describes it
         cols = (NameWithDType("ndarray", cols[0].dtype),)
     if meta.written_empty:  # described as ArcticDB describes a line begun by a 0-row write
@@ -65,7 +70,7 @@ def describe(rec: VersionRecord) -> SymbolDescription:
     timed = meta.index_kind == "datetime" or meta.index_kind == "multi" and tuple(meta.index_hints[:1]) == ("dt",)
     if timed and rec.first_index is not None and rec.last_index is not None and rec.sorted != "UNSORTED":
         a, b = pd.Timestamp(rec.first_index, unit="ns"), pd.Timestamp(rec.last_index, unit="ns")
-        if meta.tz:
+        if meta.tz and meta.kind != "series":  # a Series' range is in naive UTC (ArcticDB)
             a, b = a.tz_localize("UTC").tz_convert(meta.tz), b.tz_localize("UTC").tz_convert(meta.tz)
         dr = (a, b)
     rows = rec.index.rows if rec.index is not None else 0

@@ -1144,6 +1144,7 @@ class Library:
         sym = check_symbol(symbol)
         if date_range is not None and row_range is not None:
             raise ArcticException("Date range and row range both specified: give only one")
+        self._index_range(date_range)  # bounds of a wrong type are refused before the symbol is looked up
         if lazy:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, date_range=date_range,  # type: ignore[return-value]
                                                    row_range=row_range, columns=columns,

@@ -12,11 +12,12 @@ INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 
 
+#: What a date_range bound may be (besides None): ArcticDB takes datetimes and Timestamps; a
+#: ``datetime.date`` (midnight) and a ``numpy.datetime64`` are taken too (docs/compatibility.md).
+_BOUND_TYPES = (dt.datetime, dt.date, pd.Timestamp, np.datetime64)
+
+
 def _to_timestamp(value: Any) -> pd.Timestamp:
-    if isinstance(value, str):
-        raise TypeError(
-            f"date_range bounds must be pandas.Timestamp, datetime or date, not str ({value!r})"
-        )
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
     ts = pd.Timestamp(value)
@@ -38,7 +39,13 @@ def as_of_to_ns(value: Any) -> int:
 
 
 def to_ns_bound(value: Any, *, low: bool) -> int:
-    """A closed date_range bound as UTC ns; ``None`` is open."""
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
+    """A closed date_range bound as UTC ns; ``None`` (or NaT) is open. Anything but a time
+    (an integer, a string, a float) raises ArcticDB's ``TypeError``: an integer would otherwise
+    be taken as nanoseconds since 1970, and a string's parse would depend on pandas."""
+    if not isinstance(value, _BOUND_TYPES) and value is not None:
+        raise TypeError(
+            f"DateRange bounds must be datetime, date or Timestamps, DateRange.{'start' if low else 'end'}="
+            f"{type(value)}({value})")
+    if value is None or pd.isna(value):
         return INT64_MIN if low else INT64_MAX
     return int(_to_timestamp(value).value)

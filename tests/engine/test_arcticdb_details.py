@@ -312,3 +312,21 @@ def test_read_of_no_column_of_a_multiindex_frame_has_empty_object_columns(lib: a
     # ArcticDB: Index([], dtype=object) for a MultiIndex frame (a RangeIndex for other frames)
     lib.write("s", _timed_multiindex_frame())
     pd.testing.assert_index_equal(lib.read("s", columns=[]).data.columns, pd.Index([], dtype=object))
+
+
+def test_description_of_a_series_lists_its_timestamp_index_as_a_column(lib: adb.Library) -> None:
+    """ArcticDB describes a Series with its timestamp index as the first column (named as the
+    index, else "index"), no index, an unnamed Series' values as column "0", and the date range
+    in naive UTC even when the index has a zone; a Series on a RangeIndex has only its values."""
+    days = pd.date_range("2024-01-01", periods=3, tz="America/New_York")
+    lib.write("tz", pd.Series([1.0, 2.0, 3.0], index=days, name="px"))
+    lib.write("named", pd.Series([1.0, 2.0], index=pd.date_range("2024-01-01", periods=2, name="ts")))
+    lib.write("plain", pd.Series([1.0, 2.0], name="px"))
+    d = lib.get_description("tz")
+    assert [(c.name, str(c.dtype)) for c in d.columns] == [("index", "TD<type=NANOSECONDS_UTC64, dim=0>"),
+                                                            ("px", "TD<type=FLOAT64, dim=0>")]
+    assert d.index == () and d.index_type == "NA" and d.row_count == 3
+    assert d.date_range == (pd.Timestamp("2024-01-01 05:00"), pd.Timestamp("2024-01-03 05:00"))
+    assert [c.name for c in lib.get_description("named").columns] == ["ts", "0"]
+    assert [c.name for c in lib.get_description("plain").columns] == ["px"]
+    assert lib.read("tz").data.index.equals(days)  # the read is unchanged

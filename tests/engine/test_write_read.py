@@ -336,6 +336,23 @@ def test_read_date_range(lib: Library) -> None:
         lib.read("s", date_range=("2024-01-01", None))
 
 
+@pytest.mark.parametrize("bounds", [(1, 3), (None, 3), (1.5, None), ("2024-01-01", None)])
+def test_date_range_bounds_that_are_not_times_are_refused_everywhere(lib: Library, bounds: tuple) -> None:
+    # as ArcticDB: an integer is not taken as nanoseconds, a string is not parsed; refused
+    # before the symbol is looked up, and nothing is written
+    df = frame(6)
+    lib.write("s", df)
+    which = "start" if bounds[0] is not None else "end"
+    for call in (lambda: lib.read("s", date_range=bounds), lambda: lib.read("absent", date_range=bounds),
+                 lambda: lib.update("s", df.iloc[:2], date_range=bounds),
+                 lambda: lib.delete_data_in_range("s", bounds),
+                 lambda: lib.read("s", query_builder=QueryBuilder().date_range(bounds))):
+        with pytest.raises(TypeError, match=f"DateRange.{which}="):
+            call()
+    assert len(lib.list_versions("s")) == 1
+    assert_frame_equal(lib.read("s").data, df)
+
+
 def test_read_date_range_with_dates(lib: Library) -> None:
     df = frame(6)
     lib.write("s", df)

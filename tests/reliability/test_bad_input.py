@@ -63,7 +63,7 @@ CASES: dict[str, tuple[Callable[[Library, Arctic], Any], type[Exception], str]] 
     "compact_data: rows_per_segment a str": (lambda lib, ac: lib.compact_data("s", rows_per_segment="x"), UserInputException, "positive integer"),
     "gc: grace_period a str": (lambda lib, ac: lib.gc(grace_period="x"), UserInputException, "seconds"),
     "delete_data_in_range: a str": (lambda lib, ac: lib.delete_data_in_range("s", "2024"), UserInputException, "date_range must be"),
-    "delete_data_in_range: str bounds": (lambda lib, ac: lib.delete_data_in_range("s", ("a", "b")), TypeError, "must be pandas.Timestamp"),
+    "delete_data_in_range: str bounds": (lambda lib, ac: lib.delete_data_in_range("s", ("a", "b")), TypeError, "DateRange bounds must be datetime"),
     "update: date_range of 1": (lambda lib, ac: lib.update("s", DF, date_range=(1,)), UserInputException, "date_range must be"),
     "update: reversed date_range": (lambda lib, ac: lib.update("s", DF, date_range=(IDX[3], IDX[1])), UserInputException, "ends before it starts"),
     "write_batch: a str item": (lambda lib, ac: lib.write_batch(["x"]), UserInputException, "not a WritePayload"),
