@@ -1221,6 +1221,11 @@ class Library:
         if columns is not None and not plan.columns and pd is not None and isinstance(out, pd.Series):
             # a series read without its column: an empty series, as ArcticDB gives
             return pd.Series([], index=pd.RangeIndex(0), name=out.name, dtype=object)
+        if columns is not None and len(columns) and not plan.columns and pd is not None \
+                and isinstance(out, pd.DataFrame) and out.shape[1] == 0 and isinstance(out.index, pd.RangeIndex) \
+                and meta_of(rec).index_kind in ("range", "none"):
+            # none of the columns asked for is stored, and no index column is: no rows (ArcticDB)
+            return pd.DataFrame(index=pd.RangeIndex(0))
         return out
 
     @staticmethod
@@ -1400,8 +1405,15 @@ class Library:
         total = rec.index.rows if rec.index is not None else 0
         n = args.count(n, "n")
         rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)
-        return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns,
-                                                    output_format=output_format))
+        data = self._read_data(sym, rec, row_range=rr, columns=columns, output_format=output_format)
+        pd = sys.modules.get("pandas")
+        if pd is not None and columns is not None and len(columns) == 0 and isinstance(data, pd.DataFrame) \
+                and isinstance(data.index, pd.RangeIndex) and rr[0]:
+            # ArcticDB numbers any row slice of a RangeIndex from the stored start, except the
+            # tail of no columns: its labels are those of the rows it is
+            ix = data.index
+            data.index = pd.RangeIndex(ix.start + rr[0] * ix.step, ix.stop + rr[0] * ix.step, ix.step, name=ix.name)
+        return self._item(sym, rec, data)
 
     def read_metadata(self, symbol: str, as_of: Any = None) -> VersionedItem:
         """The user metadata of a version (reads only the version record).

@@ -330,3 +330,27 @@ def test_description_of_a_series_lists_its_timestamp_index_as_a_column(lib: adb.
     assert [c.name for c in lib.get_description("named").columns] == ["ts", "0"]
     assert [c.name for c in lib.get_description("plain").columns] == ["px"]
     assert lib.read("tz").data.index.equals(days)  # the read is unchanged
+
+
+def test_tail_of_no_columns_of_a_range_index_keeps_the_rows_labels(lib: adb.Library) -> None:
+    """ArcticDB numbers a row slice of a RangeIndex from the stored start (``tail(2)`` of
+    10, 12, ..., 26 is labelled 10, 12), but ``tail(n, columns=[])`` keeps the labels of the
+    rows it is."""
+    lib.write("r", pd.DataFrame({"a": np.arange(9)}, index=pd.RangeIndex(10, 28, 2)))
+    assert list(lib.tail("r", 3, columns=[]).data.index) == [22, 24, 26]
+    assert list(lib.tail("r", 2).data.index) == [10, 12]
+    assert list(lib.head("r", 2, columns=[]).data.index) == [10, 12]
+
+
+def test_columns_none_of_which_is_stored_give_no_rows_without_an_index_column(lib: adb.Library) -> None:
+    """A frame on a RangeIndex stores no index column: asked only for columns it does not hold,
+    ArcticDB returns an empty frame (RangeIndex(0)); a timestamp index keeps its rows, and
+    ``columns=[]`` keeps the rows of either."""
+    lib.write("r", pd.DataFrame({"f": np.arange(6.0)}, index=pd.RangeIndex(1, 7, name="rn")))
+    lib.write("t", pd.DataFrame({"f": np.arange(6.0)}, index=pd.date_range("2024-01-01", periods=6)))
+    for got in (lib.read("r", columns=["zz"]).data, lib.head("r", 2, columns=["zz"]).data,
+                lib.read("r", columns=["zz"], lazy=True).collect().data):
+        assert got.shape == (0, 0) and got.index.equals(pd.RangeIndex(0))
+    assert lib.read("r", columns=[]).data.shape == (6, 0)
+    assert lib.read("t", columns=["zz"]).data.shape == (6, 0)
+    assert list(lib.read("r", columns=["zz", "f"]).data.columns) == ["f"]
