@@ -583,20 +583,20 @@ class Finalize(Operation):
                  metadata: bytes | None, validate_index: bool = True) -> None:
         super().__init__(engine, sym)
         refuse_nat(sym, staged)
-        meta = norm.NormMeta.from_json(staged[0].header["norm"])
+        meta = norm.NormMeta.from_json(first_with_rows(staged).header["norm"])
         is_dt = meta.index_kind == "datetime"
         if is_dt:
             staged = sorted(staged, key=lambda s: (s.header["first"] is None, s.header["first"] or 0))
         schema = staged[0].schema
         for s in staged[1:]:
             if s.schema != schema:
-                if not engine.options.dynamic_schema:
+                if not engine.options.dynamic_schema and not same_columns(schema, s.schema):
                     raise SchemaException(
                         f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing schemas "
                         f"({describe_types(schema)} vs {describe_types(s.schema)}); "
                         "stage frames with identical columns or use a dynamic-schema library"
                     )
-                schema = pa.unify_schemas([schema, s.schema], promote_options="permissive")
+                schema = unified(sym, schema, s.schema)
         in_order = True
         if is_dt and any(s.header.get("sorted") not in ("ASCENDING", "UNKNOWN", None) for s in staged):
             raise UnsortedDataException(
@@ -686,6 +686,39 @@ class Finalize(Operation):
 def describe_types(schema: pa.Schema, n_index: int = 0) -> str:
     """``name: TYPE`` of the columns of ``schema`` after the first ``n_index``, for errors."""
     return ", ".join(f"{f.name}: {norm.type_name(f.type)}" for f in list(schema)[n_index:])
+
+
+def first_with_rows(staged: list[Any]) -> Any:
+    """The first staged entry holding rows (else the first): the one whose normalization a
+    finalized version takes, so that a 0-row frame staged first does not describe the rows
+    staged after it."""
+    return next((e for e in staged if e.header.get("first") is not None or len(e.leaves)), staged[0])
+
+
+def same_columns(a: pa.Schema, b: pa.Schema) -> bool:
+    """Whether staged entries of schemas ``a`` and ``b`` combine under static schema: the same
+    columns with the same types, a column of None only (Arrow's null type) matching any type
+    (as ArcticDB combines a column of None with a string column)."""
+    return a.names == b.names and all(x.type == y.type or pa.types.is_null(x.type) or pa.types.is_null(y.type)
+                                      for x, y in zip(a, b, strict=True))
+
+
+def unified(sym: str, a: pa.Schema, b: pa.Schema) -> pa.Schema:
+    """The schema of staged entries of schemas ``a`` and ``b`` combined under dynamic schema;
+    types with no common type raise ``SchemaException`` naming the column."""
+    try:
+        return pa.unify_schemas([a, b], promote_options="permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        for f in b:
+            if f.name in a.names and a.field(f.name).type != f.type:
+                try:
+                    pa.unify_schemas([pa.schema([a.field(f.name)]), pa.schema([f])], promote_options="permissive")
+                except (pa.ArrowTypeError, pa.ArrowInvalid):
+                    raise SchemaException(
+                        f"E_DESCRIPTOR_MISMATCH No valid common type between TD<type={norm.type_name(a.field(f.name).type)}, "
+                        f"dim=0> and TD<type={norm.type_name(f.type)}, dim=0> for column {f.name} of the staged data of "
+                        f"{sym!r}; stage the column with one type") from None
+        raise
 
 
 def refuse_nat(sym: str, staged: list[Any]) -> None:

@@ -22,9 +22,18 @@ import pyarrow as pa
 
 from arcticlite import normalize as norm
 from arcticlite._envelope import KIND_STAGED, seal, unseal
-from arcticlite.exceptions import SchemaException, UserInputException
+from arcticlite.exceptions import InternalException, SchemaException, UserInputException
 from arcticlite.index import ROW_DTYPE
-from arcticlite.table._ops import CONSUMED, TableEngine, describe_types, index_bounds, refuse_nat
+from arcticlite.table._ops import (
+    CONSUMED,
+    TableEngine,
+    describe_types,
+    first_with_rows,
+    index_bounds,
+    refuse_nat,
+    same_columns,
+    unified,
+)
 from arcticlite.table._read import schema_bytes, schema_from
 from arcticlite.table._segments import fill_missing, read_segments, write_segments
 from arcticlite.version import unescape
@@ -162,16 +171,25 @@ def staged_keys(engine: TableEngine, sym: str, job: str | None = None) -> list[s
 def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> StagedEntry:
     """The rows of ``staged`` merged, sorted by index and rewritten as one (unrecorded) entry."""
     refuse_nat(sym, staged)
-    meta = staged[0].meta
+    lead = first_with_rows(staged)
+    meta = lead.meta
+    if meta.index_kind != "datetime":
+        raise InternalException(
+            f"E_ASSERTION_FAILURE Sort merge only supports datetime indexed data. The staged data of {sym!r} does "
+            "not have a datetime index: finalize it with finalize_staged_data")
     n_index = len(meta.index_columns)
     if not engine.options.dynamic_schema:
         for e in staged[1:]:
-            if e.schema != staged[0].schema:
+            if not same_columns(staged[0].schema, e.schema):
                 raise SchemaException(
                     f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing columns or types: "
                     f"{describe_types(staged[0].schema, n_index)} vs {describe_types(e.schema, n_index)}; stage frames "
                     "with identical columns and dtypes, or use a dynamic-schema library"
                 )
+    else:
+        schema = staged[0].schema
+        for e in staged[1:]:  # columns of types without a common one are refused, by name
+            schema = unified(sym, schema, e.schema)
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
                             e.schema.names[n_index:], None, pools=engine.pools, nan_rows=True) for e in staged]
     try:
@@ -186,5 +204,5 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
     table = norm.split_nan_rows(table)[0]
     first, last = index_bounds(table, meta)
-    header = {"norm": staged[0].header["norm"], "first": first, "last": last, "sorted": norm.sortedness(table, meta)}
+    header = {"norm": lead.header["norm"], "first": first, "last": last, "sorted": norm.sortedness(table, meta)}
     return StagedEntry("", header, table.schema, leaves)

@@ -222,3 +222,48 @@ def test_sort_merge_under_dynamic_schema_backfills_as_reads_do() -> None:
     lib.sort_and_finalize_staged_data("s")
     got = lib.read("s").data
     assert got["b"].dtype == "int64" and got["b"].tolist() == [7, 0, 0]  # ints: 0, as ArcticDB fills them
+
+
+def _quotes(first_hour: int, s: list) -> pd.DataFrame:
+    return pd.DataFrame({"v": np.arange(len(s), dtype=float), "s": s},
+                        index=pd.date_range(pd.Timestamp("2024-01-01") + pd.Timedelta(hours=first_hour),
+                                            periods=len(s), freq="h"))
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_a_column_of_none_only_combines_with_a_string_column(lib: Library, sort: bool) -> None:
+    # as ArcticDB, under static schema too: a staged frame whose string column holds only None
+    lib.write("s", _quotes(0, ["x", "y", "z"]), staged=True)
+    lib.write("s", _quotes(5, [None, None]), staged=True)
+    (lib.sort_and_finalize_staged_data if sort else lib.finalize_staged_data)("s")
+    assert lib.read("s").data["s"].tolist() == ["x", "y", "z", None, None]
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_staged_columns_of_types_without_a_common_one_are_refused_by_name(lib: Library, sort: bool) -> None:
+    lib.write("s", _quotes(0, ["x", "y"]), staged=True)
+    lib.write("s", _quotes(5, [1.5, 2.5]), staged=True)
+    with pytest.raises(SchemaException, match="E_DESCRIPTOR_MISMATCH"):
+        (lib.sort_and_finalize_staged_data if sort else lib.finalize_staged_data)("s")
+    assert not lib.has_symbol("s")
+
+
+def test_sort_and_finalize_needs_a_datetime_index(lib: Library) -> None:
+    from arcticlite.exceptions import InternalException
+
+    lib.write("r", pd.DataFrame({"v": [1.0, 2.0]}), staged=True)
+    with pytest.raises(InternalException, match="Sort merge only supports datetime indexed data"):
+        lib.sort_and_finalize_staged_data("r")
+    assert not lib.has_symbol("r")
+    lib.finalize_staged_data("r")  # an ordered finalize takes it
+    assert lib.read("r").data["v"].tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_an_empty_frame_staged_first_does_not_change_the_description(lib: Library, sort: bool) -> None:
+    lib.write("s", _quotes(0, ["a"]).iloc[:0].astype({"s": object}), staged=True)
+    lib.write("s", _quotes(5, ["p", "q"]), staged=True)
+    (lib.sort_and_finalize_staged_data if sort else lib.finalize_staged_data)("s")
+    d = lib.get_description("s")
+    assert [c.name for c in d.columns] == ["v", "s"] and d.row_count == 2
+    assert d.index[0].name is None
