@@ -587,21 +587,15 @@ class Finalize(Operation):
         is_dt = meta.index_kind == "datetime"
         if is_dt:
             staged = sorted(staged, key=lambda s: (s.header["first"] is None, s.header["first"] or 0))
-        schema = staged[0].schema
-        for s in staged[1:]:
-            if s.schema != schema:
-                if not engine.options.dynamic_schema and not same_columns(schema, s.schema):
-                    raise SchemaException(
-                        f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing schemas "
-                        f"({describe_types(schema)} vs {describe_types(s.schema)}); "
-                        "stage frames with identical columns or use a dynamic-schema library"
-                    )
-                schema = unified(sym, schema, s.schema)
+        # refusals are raised when the version is built, in ArcticDB's order: an append's
+        # columns against the stored ones first, then the order of the staged rows, then the
+        # staged frames' columns against each other
+        refusals: list[Exception] = []
         in_order = True
         if is_dt and any(s.header.get("sorted") not in ("ASCENDING", "UNKNOWN", None) for s in staged):
-            raise UnsortedDataException(
+            refusals.append(UnsortedDataException(
                 f"E_UNSORTED_DATA: Cannot compact unordered segment: staged data of {sym!r} holds a frame whose "
-                "index is not sorted; use sort_and_finalize_staged_data")
+                "index is not sorted; use sort_and_finalize_staged_data"))
         if is_dt:
             prev_last = None
             for s in staged:
@@ -609,13 +603,27 @@ class Finalize(Operation):
                     continue
                 if prev_last is not None and s.header["first"] < prev_last:
                     in_order = False
-                    if not validate_index:
-                        continue
-                    raise UnsortedDataException(
-                        f"E_UNSORTED_DATA: staged segments of {sym!r}: incomplete segment index values overlap; "
-                        "use sort_and_finalize_staged_data"
-                    )
+                    if validate_index:
+                        refusals.append(UnsortedDataException(
+                            f"E_UNSORTED_DATA: staged segments of {sym!r}: incomplete segment index values overlap; "
+                            "use sort_and_finalize_staged_data"))
+                        break
                 prev_last = s.header["last"]
+        schema = staged[0].schema
+        for s in staged[1:]:
+            if s.schema != schema:
+                if not engine.options.dynamic_schema and not same_columns(schema, s.schema):
+                    refusals.append(SchemaException(
+                        f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing schemas "
+                        f"({describe_types(schema)} vs {describe_types(s.schema)}); "
+                        "stage frames with identical columns or use a dynamic-schema library"))
+                    break
+                try:
+                    schema = unified(sym, schema, s.schema)
+                except SchemaException as exc:
+                    refusals.append(exc)
+                    break
+        self.refusals = refusals
         parts, cursor = [], 0
         for s in staged:
             lv = s.leaves
@@ -645,6 +653,8 @@ class Finalize(Operation):
         e, sym, meta, schema = self.engine, self.sym, self.meta, self.schema
         index = e.index(sym, self.sink)
         if not self.append or base is None:
+            if self.refusals:
+                raise self.refusals[0]
             return data_record("finalize", head, seq, index=index.build(self.new_leaves), meta=meta, schema=schema,
                                first=self.first, last=self.last, sorted_=self.sorted, metadata=self.metadata)
         if base.pickled:
@@ -660,6 +670,8 @@ class Finalize(Operation):
                                          stored_rows=brows) or bschema
         except Exception as exc:
             raise SchemaException(str(exc)) from exc
+        if self.refusals:
+            raise self.refusals[0]
         sorted_ = self.sorted if base.sorted == self.sorted else "UNSORTED"
         if timed_index(meta) and self.first is not None and base.last_index is not None and self.first < base.last_index:
             if self.validate_index or not self.is_dt:  # (a MultiIndex is refused, as ArcticDB refuses it)

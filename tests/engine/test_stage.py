@@ -267,3 +267,30 @@ def test_an_empty_frame_staged_first_does_not_change_the_description(lib: Librar
     d = lib.get_description("s")
     assert [c.name for c in d.columns] == ["v", "s"] and d.row_count == 2
     assert d.index[0].name is None
+
+
+def _cols(first_hour: int, n: int, cols: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: np.arange(n, dtype=float) for c in cols},
+                        index=pd.date_range(pd.Timestamp("2024-01-01") + pd.Timedelta(hours=first_hour), periods=n,
+                                            freq="h"))
+
+
+@pytest.mark.parametrize(("mode", "stored", "staged", "expected"), [
+    # ArcticDB's order of refusals (6.28, observed side by side): an append's staged columns
+    # against the stored ones, then overlapping staged rows, then the staged frames' columns
+    ("write", ["a"], [(200, 3, ["a", "b"]), (201, 2, ["a", "b"])], UnsortedDataException),
+    ("write", ["a", "b"], [(200, 3, ["a", "b"]), (201, 2, ["a", "c"])], UnsortedDataException),
+    ("write", ["a"], [(200, 2, ["a", "b"]), (203, 2, ["a", "c"])], SchemaException),
+    ("append", ["a"], [(200, 2, ["a", "b"]), (203, 2, ["a", "b"])], SchemaException),
+    ("append", ["a"], [(200, 3, ["a", "b"]), (201, 2, ["a", "b"])], SchemaException),
+    ("append", ["a", "b"], [(200, 3, ["a", "b"]), (201, 2, ["a", "c"])], UnsortedDataException),
+])
+def test_finalize_refusals_come_in_arcticdbs_order(ac, mode: str, stored: list[str], staged: list,
+                                                    expected: type[Exception]) -> None:
+    lib = ac.create_library("static_order")  # static schema: columns must match
+    lib.write("s", _cols(100, 2, stored))
+    for first, n, cols in staged:
+        lib.write("s", _cols(first, n, cols), staged=True)
+    with pytest.raises(expected):
+        lib.finalize_staged_data("s", mode=mode)
+    assert len(lib.list_versions("s")) == 1 and list(lib.read("s").data.columns) == stored
