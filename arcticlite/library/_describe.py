@@ -12,7 +12,12 @@ import pyarrow as pa
 
 from arcticlite import format as fermion
 from arcticlite.index import FLAG_DELTA, FLAG_OPEN_TAIL, hex_digests
-from arcticlite.library._types import NameWithDType, SymbolDescription, TypeDescriptor
+from arcticlite.library._types import (
+    NameWithDType,
+    RowCountDescriptor,
+    SymbolDescription,
+    TypeDescriptor,
+)
 from arcticlite.normalize import type_name
 from arcticlite.storage import KVStore
 from arcticlite.table import DELTAS, meta_of, schema_of
@@ -45,7 +50,8 @@ def describe(rec: VersionRecord) -> SymbolDescription:
     n_index = len(meta.index_columns)
     cols = tuple(NameWithDType(u, _td(schema.field(n_index + i).type)) for i, u in enumerate(meta.user_columns))
     if meta.index_kind in ("range", "none"):
-        index: tuple[NameWithDType, ...] = (NameWithDType(meta.index_names[0] if meta.index_names else None, _td("INT64")),)
+        index: tuple[NameWithDType, ...] = (NameWithDType(meta.index_names[0] if meta.index_names else None,
+                                                          RowCountDescriptor()),)
         itype = "index"
     else:
         names = meta.index_names or tuple(meta.index_columns)
@@ -64,7 +70,7 @@ def describe(rec: VersionRecord) -> SymbolDescription:
         label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
         cols = (NameWithDType(label, _td("NANOSECONDS_UTC64")), *cols)
         if index:
-            index = (NameWithDType(label, _td("NANOSECONDS_UTC64")),)
+            index = (NameWithDType(label, RowCountDescriptor()),)
     dr: tuple[Any, Any] = nat
     # a timestamp index, or a MultiIndex whose first level is one (ArcticDB: the range of that level)
     timed = meta.index_kind == "datetime" or meta.index_kind == "multi" and tuple(meta.index_hints[:1]) == ("dt",)

@@ -215,6 +215,30 @@ class TypeDescriptor:
         return f"TD<type={self.name}, dim=0>"
 
 
+class RowCountDescriptor(TypeDescriptor):
+    """The type of the index of a symbol with no stored index column (a RangeIndex, or a
+    timestamp index begun by a 0-row write): a row count. ArcticDB gives it as a protobuf
+    type descriptor printed ``value_type: INT`` (``value_type`` INT, ``size_bits`` 0); this
+    prints and compares alike, and ``data_type()`` is INT64."""
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__("INT64")
+
+    @property
+    def size_bits(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RowCountDescriptor) or str(other) == str(self)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __repr__(self) -> str:
+        return "value_type: INT\n"
+
+
 class NameWithDType(NamedTuple):
     """A column of a :class:`SymbolDescription`: its name and stored type.
 

@@ -354,3 +354,14 @@ def test_columns_none_of_which_is_stored_give_no_rows_without_an_index_column(li
     assert lib.read("r", columns=[]).data.shape == (6, 0)
     assert lib.read("t", columns=["zz"]).data.shape == (6, 0)
     assert list(lib.read("r", columns=["zz", "f"]).data.columns) == ["f"]
+
+
+def test_the_index_of_a_range_indexed_frame_is_described_as_a_row_count(lib: adb.Library) -> None:
+    """ArcticDB describes a RangeIndex (and a timestamp index begun by a 0-row write) with a
+    protobuf type printed ``value_type: INT``: arcticlite prints and compares the same."""
+    lib.write("r", pd.DataFrame({"a": [1, 2]}))
+    lib.write("e", pd.DataFrame({"a": np.array([], np.int64)}, index=pd.DatetimeIndex([])))
+    for sym in ("r", "e"):
+        dtype = lib.get_description(sym).index[0].dtype
+        assert str(dtype) == "value_type: INT\n" and dtype.value_type == 2 and dtype.size_bits == 0
+    assert lib.get_description("r").index[0].dtype == lib.get_description("e").index[0].dtype
