@@ -589,8 +589,8 @@ class Finalize(Operation):
             staged = sorted(staged, key=lambda s: (s.header["first"] is None, s.header["first"] or 0))
         # refusals are raised when the version is built, in ArcticDB's order: an append's
         # columns against the stored ones first, then the order of the staged rows, then the
-        # staged frames' columns against each other
-        refusals: list[Exception] = []
+        # staged frames' columns against each other (under dynamic schema these before the order)
+        refusals: list[Exception] = []  # the order of the staged rows
         in_order = True
         if is_dt and any(s.header.get("sorted") not in ("ASCENDING", "UNKNOWN", None) for s in staged):
             refusals.append(UnsortedDataException(
@@ -609,11 +609,12 @@ class Finalize(Operation):
                             "use sort_and_finalize_staged_data"))
                         break
                 prev_last = s.header["last"]
+        mismatch: list[Exception] = []  # the staged frames' columns
         schema = staged[0].schema
         for s in staged[1:]:
             if s.schema != schema:
                 if not engine.options.dynamic_schema and not same_columns(schema, s.schema):
-                    refusals.append(SchemaException(
+                    mismatch.append(SchemaException(
                         f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} has differing schemas "
                         f"({describe_types(schema)} vs {describe_types(s.schema)}); "
                         "stage frames with identical columns or use a dynamic-schema library"))
@@ -621,9 +622,10 @@ class Finalize(Operation):
                 try:
                     schema = unified(sym, schema, s.schema)
                 except SchemaException as exc:
-                    refusals.append(exc)
+                    mismatch.append(exc)
                     break
-        self.refusals = refusals
+        # under dynamic schema ArcticDB finds columns without a common type first
+        self.refusals = mismatch + refusals if engine.options.dynamic_schema else refusals + mismatch
         parts, cursor = [], 0
         for s in staged:
             lv = s.leaves

@@ -173,10 +173,6 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
     refuse_nat(sym, staged)
     lead = first_with_rows(staged)
     meta = lead.meta
-    if meta.index_kind != "datetime":
-        raise InternalException(
-            f"E_ASSERTION_FAILURE Sort merge only supports datetime indexed data. The staged data of {sym!r} does "
-            "not have a datetime index: finalize it with finalize_staged_data")
     n_index = len(meta.index_columns)
     if not engine.options.dynamic_schema:
         for e in staged[1:]:
@@ -190,6 +186,10 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
         schema = staged[0].schema
         for e in staged[1:]:  # columns of types without a common one are refused, by name
             schema = unified(sym, schema, e.schema)
+    if meta.index_kind != "datetime":  # (after the columns: ArcticDB's order)
+        raise InternalException(
+            f"E_ASSERTION_FAILURE Sort merge only supports datetime indexed data. The staged data of {sym!r} does "
+            "not have a datetime index: finalize it with finalize_staged_data")
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
                             e.schema.names[n_index:], None, pools=engine.pools, nan_rows=True) for e in staged]
     try:

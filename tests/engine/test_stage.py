@@ -294,3 +294,14 @@ def test_finalize_refusals_come_in_arcticdbs_order(ac, mode: str, stored: list[s
     with pytest.raises(expected):
         lib.finalize_staged_data("s", mode=mode)
     assert len(lib.list_versions("s")) == 1 and list(lib.read("s").data.columns) == stored
+
+
+def test_under_dynamic_schema_columns_without_a_common_type_are_refused_before_overlaps(ac) -> None:
+    from arcticlite import LibraryOptions
+
+    lib = ac.create_library("dynamic_order", LibraryOptions(dynamic_schema=True))
+    lib.write("s", _quotes(0, ["x", "y", "z"]), staged=True)
+    lib.write("s", _quotes(1, [1.5, 2.5]), staged=True)  # overlaps, and s is float here
+    with pytest.raises(SchemaException, match="No valid common type"):
+        lib.finalize_staged_data("s")
+    assert not lib.has_symbol("s")
