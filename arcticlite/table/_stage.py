@@ -174,6 +174,11 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
     lead = first_with_rows(staged)
     meta = lead.meta
     n_index = len(meta.index_columns)
+    not_datetime = InternalException(
+        f"E_ASSERTION_FAILURE Sort merge only supports datetime indexed data. The staged data of {sym!r} does "
+        "not have a datetime index: finalize it with finalize_staged_data")
+    if meta.index_kind != "datetime" and not engine.options.dynamic_schema:
+        raise not_datetime  # (before the columns under static schema, after them under dynamic: ArcticDB's order)
     if not engine.options.dynamic_schema:
         for e in staged[1:]:
             if not same_columns(staged[0].schema, e.schema):
@@ -186,10 +191,8 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
         schema = staged[0].schema
         for e in staged[1:]:  # columns of types without a common one are refused, by name
             schema = unified(sym, schema, e.schema)
-    if meta.index_kind != "datetime":  # (after the columns: ArcticDB's order)
-        raise InternalException(
-            f"E_ASSERTION_FAILURE Sort merge only supports datetime indexed data. The staged data of {sym!r} does "
-            "not have a datetime index: finalize it with finalize_staged_data")
+    if meta.index_kind != "datetime":
+        raise not_datetime
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
                             e.schema.names[n_index:], None, pools=engine.pools, nan_rows=True) for e in staged]
     try:
