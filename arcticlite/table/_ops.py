@@ -452,6 +452,8 @@ class ReplaceRange(Operation):
         bmeta, bschema = meta_of(base), schema_of(base)
         multi = bmeta.index_kind == "multi" and bmeta.index_hints[:1] == ("dt",)
         if bmeta.index_kind != "datetime" and not multi:
+            if self.kind == "update" and table is not None and not table.num_rows:
+                return same_data(head, base, seq, "update", self.metadata)  # no row: a new version (ArcticDB)
             raise InternalException(f"Update not supported for non-timeseries indexes (symbol {sym!r})")
         if base.sorted not in ("ASCENDING", "UNKNOWN"):
             raise UnsortedDataException(f"Cannot update symbol {sym!r}: its stored index is not sorted")

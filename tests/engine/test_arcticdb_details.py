@@ -365,3 +365,14 @@ def test_the_index_of_a_range_indexed_frame_is_described_as_a_row_count(lib: adb
         dtype = lib.get_description(sym).index[0].dtype
         assert str(dtype) == "value_type: INT\n" and dtype.value_type == 2 and dtype.size_bits == 0
     assert lib.get_description("r").index[0].dtype == lib.get_description("e").index[0].dtype
+
+
+def test_an_update_without_rows_of_a_range_indexed_symbol_is_a_new_version(lib: adb.Library) -> None:
+    """ArcticDB refuses to update a symbol on a RangeIndex, except with no rows: then, as on a
+    timestamp index, a new version of the same rows."""
+    lib.write("r", pd.DataFrame({"a": np.arange(3)}))
+    assert lib.update("r", pd.DataFrame({"a": np.array([], np.int64)})).version == 1
+    assert lib.read("r").data["a"].tolist() == [0, 1, 2]
+    with pytest.raises(adb.exceptions.InternalException, match="non-timeseries"):
+        lib.update("r", pd.DataFrame({"a": [9]}, index=pd.RangeIndex(1, 2)))
+    assert len(lib.list_versions("r")) == 2
