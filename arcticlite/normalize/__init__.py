@@ -34,7 +34,7 @@ from arcticlite.normalize._nanrows import (
 )
 from arcticlite.normalize._rowmajor import ROW_MAJOR, RowMajorBlock, fill_rows, has_placeholders
 from arcticlite.normalize._schema import common_meta, common_schema, sortedness, type_name
-from arcticlite.normalize._time import as_of_to_ns, to_ns_bound
+from arcticlite.normalize._time import as_of_to_ns, check_bound, to_ns_bound
 
 __all__ = [
     "DICTIONARY_VALUES",
@@ -47,6 +47,7 @@ __all__ = [
     "arrow_columns",
     "arrow_to_pandas",
     "as_of_to_ns",
+    "check_bound",
     "column_labels",
     "common_meta",
     "common_schema",

@@ -38,14 +38,19 @@ def as_of_to_ns(value: Any) -> int:
     return int(_to_timestamp(value).value)
 
 
+def check_bound(value: Any, which: str) -> None:
+    """Refuse a date_range bound (``which``: "start" / "end") that is not a time or None,
+    with ArcticDB's ``TypeError``."""
+    if value is not None and not isinstance(value, _BOUND_TYPES):
+        raise TypeError(
+            f"DateRange bounds must be datetime, date or Timestamps, DateRange.{which}={type(value)}({value})")
+
+
 def to_ns_bound(value: Any, *, low: bool) -> int:
     """A closed date_range bound as UTC ns; ``None`` (or NaT) is open. Anything but a time
     (an integer, a string, a float) raises ArcticDB's ``TypeError``: an integer would otherwise
     be taken as nanoseconds since 1970, and a string's parse would depend on pandas."""
-    if not isinstance(value, _BOUND_TYPES) and value is not None:
-        raise TypeError(
-            f"DateRange bounds must be datetime, date or Timestamps, DateRange.{'start' if low else 'end'}="
-            f"{type(value)}({value})")
+    check_bound(value, "start" if low else "end")
     if value is None or pd.isna(value):
         return INT64_MIN if low else INT64_MAX
     return int(_to_timestamp(value).value)

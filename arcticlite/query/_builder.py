@@ -10,7 +10,6 @@ add to the builder they are called on and return it.
 from __future__ import annotations
 
 import copy
-import datetime as _dt
 import re
 from typing import Any
 
@@ -23,6 +22,7 @@ from arcticlite.exceptions import (
     InternalException,
     UserInputException,
 )
+from arcticlite.normalize import check_bound
 
 _RESAMPLE_UNITS = "ns, us, ms, s, min, h, D"
 
@@ -433,15 +433,6 @@ def where(cond: Any, left: Any, right: Any) -> ExpressionNode:
     return ExpressionNode("where", cond, left, right)
 
 
-def _check_bound(value: Any, which: str) -> None:
-    if value is None:
-        return
-    if not isinstance(value, _dt.datetime | _dt.date | pd.Timestamp | np.datetime64):
-        raise TypeError(
-            f"DateRange bounds must be datetime, date or Timestamps, DateRange.{which}={type(value)}({value})"
-        )
-
-
 class QueryBuilder:
     """A query pipeline over one symbol, executed at read time (ArcticDB's API).
 
@@ -750,8 +741,8 @@ class QueryBuilder:
         [2.0, 3.0, 4.0]
         """
         start, end = date_range
-        _check_bound(start, "start")
-        _check_bound(end, "end")
+        check_bound(start, "start")
+        check_bound(end, "end")
         return self._add("date_range", (start, end))
 
     def head(self, n: int = 5) -> QueryBuilder:
