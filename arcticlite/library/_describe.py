@@ -59,18 +59,17 @@ def describe(rec: VersionRecord) -> SymbolDescription:
         itype = "multi_index" if meta.index_kind == "multi" else "index"
     if meta.kind in ("series", "ndarray"):
         index, itype = (), "NA"
-    if meta.kind == "series":  # as ArcticDB: an unnamed Series is column "0", a timestamp index a column
+    if meta.kind == "series":  # as ArcticDB: an unnamed Series is column "0"
         cols = tuple(NameWithDType("0" if c.name is None else c.name, c.dtype) for c in cols)
-        if meta.index_kind == "datetime" and not meta.written_empty:
-            label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
-            cols = (NameWithDType(label, _td("NANOSECONDS_UTC64")), *cols)
     if meta.kind == "ndarray" and cols:  # one column named "ndarray" (of any shape), as ArcticDB describes it
         cols = (NameWithDType("ndarray", cols[0].dtype),)
-    if meta.written_empty:  # described as ArcticDB describes a line begun by a 0-row write
-        label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
+    # as ArcticDB: the timestamp index of a Series, or of a line begun by a 0-row write, is
+    # listed as the first column (the latter's index then a row count)
+    label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
+    if meta.written_empty or (meta.kind == "series" and meta.index_kind == "datetime"):
         cols = (NameWithDType(label, _td("NANOSECONDS_UTC64")), *cols)
-        if index:
-            index = (NameWithDType(label, RowCountDescriptor()),)
+    if meta.written_empty and index:
+        index = (NameWithDType(label, RowCountDescriptor()),)
     dr: tuple[Any, Any] = nat
     # a timestamp index, or a MultiIndex whose first level is one (ArcticDB: the range of that level)
     timed = meta.index_kind == "datetime" or meta.index_kind == "multi" and tuple(meta.index_hints[:1]) == ("dt",)
