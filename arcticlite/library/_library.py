@@ -1187,11 +1187,11 @@ class Library:
                    strings: tuple[str, dict[str, str] | None] = ("UNSPECIFIED", None)) -> Any:
         """Version ``rec`` through the engine's read pipeline (pickled data: unpickled)."""
         if rec.pickled:
+            if columns is not None and not len(columns):  # first, whatever else the read asks (ArcticDB)
+                raise UserInputException(
+                    f"E_INVALID_USER_ARGUMENT Reading index columns is not supported with pickled data (symbol {sym!r})")
             if query_builder is not None:
                 raise InternalException(f"E_RUNTIME_ERROR Cannot filter pickled data of symbol {sym!r}")
-            if columns is not None and not len(columns) and date_range is None and row_range is None:
-                raise UserInputException(  # ArcticDB's class for this one
-                    f"E_INVALID_USER_ARGUMENT Reading index columns is not supported with pickled data (symbol {sym!r})")
             if date_range is not None or row_range is not None or columns is not None:
                 raise InternalException("E_ASSERTION_FAILURE: Cannot perform processing (columns, date_range, "
                                         f"row_range) on pickled data of symbol {sym!r}")
@@ -1684,8 +1684,12 @@ class Library:
         sym = check_symbol(symbol)
         engine = self._writer(bloom_min_distinct)
         table, meta = self._normalize(data, index_column, to_store=not sort_columns)
+        if sort_on_index and not meta.index_columns:
+            raise InternalException(
+                f"E_ASSERTION_FAILURE Sort requested on index but no index supplied: the data staged for {sym!r} has "
+                "row numbers (a RangeIndex), not an index to sort by; stage it without sort_on_index")
         if sort_on_index or sort_columns:
-            keys = [(meta.index_columns[0], "ascending")] if sort_on_index and meta.index_columns else []
+            keys = [(meta.index_columns[0], "ascending")] if sort_on_index else []
             keys += [(meta.user_to_stored([c])[0], "ascending") for c in (sort_columns or [])]
             if keys:
                 table = table.sort_by(keys)
@@ -1866,8 +1870,9 @@ class Library:
         sym = check_symbol(symbol)
         append = _finalize_mode(mode) is StagedDataFinalizeMethod.APPEND
         return self._consume_staged(sym, stage_results, delete_staged_data_on_failure, lambda staged: Finalize(
-            self._table, sym, [merge_sorted(self._table, sym, staged)], append=append,
-            metadata=self._pickle_meta(metadata)), prune_previous_versions, metadata)
+            self._table, sym, [merge_sorted(self._table, sym, staged,
+                                            append_to=self._engine.latest_live(sym) if append else None)],
+            append=append, metadata=self._pickle_meta(metadata)), prune_previous_versions, metadata)
 
     def _consume_staged(self, sym: str, stage_results: list[StageResult] | None, delete_on_failure: bool,
                         make: Any, prune: bool | None, metadata: Any = None) -> VersionedItem:
@@ -3155,6 +3160,10 @@ class Library:
         reqs = batch.read_requests(symbols)
         if query_builder is not None and any(r.query_builder is not None for r in reqs):
             raise ArcticInvalidApiUsageException("a query_builder was given both for the batch and for a request; give one")
+        for r in reqs:  # the whole batch is refused, before anything is read (ArcticDB)
+            if r.date_range is not None and r.row_range is not None:
+                raise ArcticException(f"Date range and row range both specified (read request of {r.symbol!r}): "
+                                      "give only one")
         if lazy:
             frames = [LazyDataFrame(self, r._replace(query_builder=r.query_builder or query_builder,
                                                      output_format=r.output_format or output_format)) for r in reqs]

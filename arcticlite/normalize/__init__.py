@@ -33,7 +33,15 @@ from arcticlite.normalize._nanrows import (
     split_nan_rows,
 )
 from arcticlite.normalize._rowmajor import ROW_MAJOR, RowMajorBlock, fill_rows, has_placeholders
-from arcticlite.normalize._schema import common_meta, common_schema, sortedness, type_name
+from arcticlite.normalize._schema import (
+    common_meta,
+    common_schema,
+    common_type,
+    refuse_none_with_values,
+    sortedness,
+    text_like,
+    type_name,
+)
 from arcticlite.normalize._time import as_of_to_ns, check_bound, to_ns_bound
 
 __all__ = [
@@ -51,6 +59,7 @@ __all__ = [
     "column_labels",
     "common_meta",
     "common_schema",
+    "common_type",
     "datetime_index",
     "denormalize",
     "fill_rows",
@@ -59,11 +68,13 @@ __all__ = [
     "is_nan_rows_name",
     "nan_rows_name",
     "normalize",
+    "refuse_none_with_values",
     "segment_companions",
     "segment_kinds",
     "segment_nan_rows",
     "sortedness",
     "split_nan_rows",
+    "text_like",
     "to_ns_bound",
     "type_name",
     "value_schema",

@@ -110,6 +110,36 @@ def _fields(meta: NormMeta, schema: pa.Schema) -> list[tuple[str, Any, pa.DataTy
     return [(f.name, u, f.type, h) for f, u, h in zip(data, labels, hints, strict=True)]
 
 
+def text_like(typ: pa.DataType) -> bool:
+    """Whether a column of type ``typ`` is a string column as ArcticDB sees it: strings, bytes,
+    a dictionary of strings, or Arrow's null type (a column of None only: ArcticDB stores an
+    object column without a value as a string column)."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    return (pa.types.is_null(typ) or pa.types.is_string(typ) or pa.types.is_large_string(typ)
+            or pa.types.is_binary(typ) or pa.types.is_large_binary(typ))
+
+
+def refuse_none_with_values(name: Any, a: pa.DataType, b: pa.DataType, what: str = "") -> None:
+    """``SchemaException`` when one of two types of data column ``name`` is a column of None
+    only and the other holds numbers, bools or times: ArcticDB types the first as a string
+    column, which has no common type with the second."""
+    if a != b and (pa.types.is_null(a) or pa.types.is_null(b)) and not (text_like(a) and text_like(b)):
+        ta, tb = ("UTF_DYNAMIC64" if pa.types.is_null(t) else type_name(t) for t in (a, b))
+        raise SchemaException(
+            f"E_DESCRIPTOR_MISMATCH No valid common type between TD<type={ta}, dim=0> and "
+            f"TD<type={tb}, dim=0> for column {name}{what}: a column of None only is a string "
+            "column; give it the other data's dtype (e.g. NaN for floats)"
+        )
+
+
+def common_type(name: Any, a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """The type data column ``name`` takes when data of type ``b`` joins data of type ``a``
+    under dynamic schema; ``SchemaException`` when they have none."""
+    refuse_none_with_values(name, a, b)
+    return _unify_type(name, a, b)
+
+
 def _unify_type(name: Any, a: pa.DataType, b: pa.DataType) -> pa.DataType:
     """Common type of ``a`` (stored) and ``b`` (new) under dynamic schema."""
     if a == b:
@@ -262,7 +292,7 @@ def common_schema(
                     f"E_DESCRIPTOR_MISMATCH Column labels {u!r} (stored) and {nu!r} (new) map to the "
                     "same stored name; rename one of them"
                 )
-            t = _unify_type(u, t, nt)
+            t = common_type(u, t, nt)
         fields.append(pa.field(n, t))
     for n, _, t, _ in new_f:
         if n in new_by_name:

@@ -283,16 +283,22 @@ class Append(Operation):
             raise InternalException(f"Cannot append to pickled data (symbol {sym!r})")
         bmeta, bschema = meta_of(base), schema_of(base)
         brows = base.index.rows if base.index is not None else 0
+        start = first if first is not None or not table.num_rows else _NAT_NS  # a NaT start: before every row
+
+        def refuse_order() -> None:
+            if timed_index(meta) and start is not None and base.last_index is not None and start < base.last_index:
+                raise AppendOrderException(
+                    f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(start)} to existing "
+                    f"sequence ending at {_ts(base.last_index)} (version {base.vid}); sort the frame or use update()"
+                )
+
+        if e.options.dynamic_schema and meta.kind == bmeta.kind:
+            refuse_order()  # after the object kinds, before the columns' types under dynamic schema (ArcticDB)
         schema = norm.common_schema(bmeta, bschema, meta, norm.value_schema(table.schema), dynamic=e.options.dynamic_schema,
                                     stored_rows=brows, new_rows=table.num_rows) or bschema
         if self.is_dt and self.validate_index and base.sorted not in ("ASCENDING", "UNKNOWN") and brows:
             raise UnsortedDataException("When calling append with validate_index enabled, the existing data must be sorted")
-        start = first if first is not None or not table.num_rows else _NAT_NS  # a NaT start: before every row
-        if timed_index(meta) and start is not None and base.last_index is not None and start < base.last_index:
-            raise AppendOrderException(
-                f"E_ASSERTION_FAILURE: Can't append dataframe with start index {_ts(start)} to existing "
-                f"sequence ending at {_ts(base.last_index)} (version {base.vid}); sort the frame or use update()"
-            )
+        refuse_order()
         tail = None
         broot = base.index
         merged: dict[str, bytes] = {}
@@ -438,6 +444,8 @@ class ReplaceRange(Operation):
             if self.kind == "update" and self.upsert and table is not None and meta is not None:
                 assert self.new_leaves is not None
                 first, last = index_bounds(table, meta)
+                if not table.num_rows and meta.index_kind == "datetime":  # no row in its date_range
+                    meta = dataclasses.replace(meta, written_empty=True)  # described as a 0-row write
                 return data_record("write", head, seq, index=index.build(self.new_leaves), meta=meta,
                                    schema=norm.value_schema(table.schema), first=first, last=last,
                                    sorted_=norm.sortedness(table, meta), metadata=self.metadata)
@@ -628,6 +636,8 @@ class Finalize(Operation):
                     break
         # under dynamic schema ArcticDB finds columns without a common type first
         self.refusals = mismatch + refusals if engine.options.dynamic_schema else refusals + mismatch
+        if not mismatch and engine.options.dynamic_schema:
+            meta = staged_meta(meta, staged, schema)
         parts, cursor = [], 0
         for s in staged:
             lv = s.leaves
@@ -661,14 +671,20 @@ class Finalize(Operation):
                 raise self.refusals[0]
             return data_record("finalize", head, seq, index=index.build(self.new_leaves), meta=meta, schema=schema,
                                first=self.first, last=self.last, sorted_=self.sorted, metadata=self.metadata)
-        if base.pickled:
-            raise InternalException(f"Cannot append to pickled data (symbol {sym!r})")
+        if base.pickled:  # (a SchemaException for a finalize, as ArcticDB: the stored data has no columns)
+            raise SchemaException(f"E_DESCRIPTOR_MISMATCH Cannot append the staged data of {sym!r} to its pickled data "
+                                  "(written by write_pickle or write_metadata): finalize in write mode")
         bmeta, bschema = meta_of(base), schema_of(base)
         brows = base.index.rows if base.index else 0
         if meta.index_kind == "range" and bmeta.index_kind == "range" and meta.range_step == bmeta.range_step:
             # staged rows are numbered on from the stored ones, wherever their RangeIndex began
             # (as ArcticDB finalizes them)
             meta = dataclasses.replace(meta, range_start=bmeta.range_start + brows * bmeta.range_step)
+        if e.options.dynamic_schema and bmeta.index_kind == "datetime" and meta.index_kind == "range" \
+                and bmeta.kind == meta.kind:
+            raise InternalException(  # ArcticDB's class here (static schema: SchemaException, below)
+                f"E_INVALID_ARGUMENT the staged data of {sym!r} has a row-count index but the stored data a "
+                "timestamp index: stage frames indexed by timestamps, or finalize in write mode")
         try:
             uschema = norm.common_schema(bmeta, bschema, meta, schema, dynamic=e.options.dynamic_schema,
                                          stored_rows=brows) or bschema
@@ -711,17 +727,35 @@ def first_with_rows(staged: list[Any]) -> Any:
     return next((e for e in staged if e.header.get("first") is not None or len(e.leaves)), staged[0])
 
 
+def staged_meta(meta: norm.NormMeta, staged: list[Any], schema: pa.Schema) -> norm.NormMeta:
+    """``meta`` (of the first staged entry with rows) with the columns of ``schema`` that only
+    other entries hold, their labels and dtype hints from the first entry holding each (dynamic
+    schema); the index, its tz and unit stay ``meta``'s."""
+    for s in staged:
+        if not set(s.schema.names) <= set(meta.columns) | set(meta.index_columns):
+            smeta = norm.NormMeta.from_json(s.header["norm"])
+            if smeta.index_kind == meta.index_kind and smeta.kind == meta.kind:
+                meta = norm.common_meta(meta, dataclasses.replace(
+                    smeta, tz=meta.tz, tz_library=meta.tz_library, index_unit=meta.index_unit), schema)
+    return meta
+
+
 def same_columns(a: pa.Schema, b: pa.Schema) -> bool:
     """Whether staged entries of schemas ``a`` and ``b`` combine under static schema: the same
     columns with the same types, a column of None only (Arrow's null type) matching any type
-    (as ArcticDB combines a column of None with a string column)."""
-    return a.names == b.names and all(x.type == y.type or pa.types.is_null(x.type) or pa.types.is_null(y.type)
-                                      for x, y in zip(a, b, strict=True))
+    (as ArcticDB combines a column of None with a string column), not with other types."""
+    return a.names == b.names and all(
+        x.type == y.type or ((pa.types.is_null(x.type) or pa.types.is_null(y.type))
+                             and norm.text_like(x.type) and norm.text_like(y.type))
+        for x, y in zip(a, b, strict=True))
 
 
 def unified(sym: str, a: pa.Schema, b: pa.Schema) -> pa.Schema:
     """The schema of staged entries of schemas ``a`` and ``b`` combined under dynamic schema;
     types with no common type raise ``SchemaException`` naming the column."""
+    for f in b:
+        if f.name in a.names:
+            norm.refuse_none_with_values(f.name, a.field(f.name).type, f.type, f" of the staged data of {sym!r}")
     try:
         return pa.unify_schemas([a, b], promote_options="permissive")
     except (pa.ArrowTypeError, pa.ArrowInvalid):

@@ -32,11 +32,12 @@ from arcticlite.table._ops import (
     index_bounds,
     refuse_nat,
     same_columns,
+    staged_meta,
     unified,
 )
-from arcticlite.table._read import schema_bytes, schema_from
+from arcticlite.table._read import meta_of, schema_bytes, schema_from, schema_of
 from arcticlite.table._segments import fill_missing, read_segments, write_segments
-from arcticlite.version import unescape
+from arcticlite.version import VersionRecord, unescape
 
 _JOB = re.compile(r"[A-Za-z0-9_.]{1,64}")
 
@@ -168,8 +169,14 @@ def staged_keys(engine: TableEngine, sym: str, job: str | None = None) -> list[s
     return [k for k in keys if tag in k.rsplit("/", 1)[-1][20:]]
 
 
-def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> StagedEntry:
-    """The rows of ``staged`` merged, sorted by index and rewritten as one (unrecorded) entry."""
+def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry],
+                 append_to: VersionRecord | None = None) -> StagedEntry:
+    """The rows of ``staged`` merged, sorted by index and rewritten as one (unrecorded) entry.
+
+    ``append_to``: the version the merged rows are to be appended to, whose columns the staged
+    ones are checked against first. Refusals come in ArcticDB's order: static schema, the
+    stored columns, a non-datetime index, the staged frames' columns against each other;
+    dynamic schema, columns without a common type (staged, then stored), then the index."""
     refuse_nat(sym, staged)
     lead = first_with_rows(staged)
     meta = lead.meta
@@ -177,9 +184,19 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
     not_datetime = InternalException(
         f"E_ASSERTION_FAILURE Sort merge only supports datetime indexed data. The staged data of {sym!r} does "
         "not have a datetime index: finalize it with finalize_staged_data")
-    if meta.index_kind != "datetime" and not engine.options.dynamic_schema:
-        raise not_datetime  # (before the columns under static schema, after them under dynamic: ArcticDB's order)
-    if not engine.options.dynamic_schema:
+    static = not engine.options.dynamic_schema
+    if append_to is not None and append_to.pickled:
+        raise SchemaException(f"E_DESCRIPTOR_MISMATCH Cannot append the staged data of {sym!r} to its pickled data "
+                              "(written by write_pickle or write_metadata): finalize in write mode")
+    stored = append_to if append_to is not None and append_to.norm is not None else None
+    if static:
+        if stored is not None:
+            try:
+                norm.common_schema(meta_of(stored), schema_of(stored), meta, lead.schema, dynamic=False)
+            except Exception as exc:
+                raise SchemaException(str(exc)) from exc
+        if meta.index_kind != "datetime":
+            raise not_datetime
         for e in staged[1:]:
             if not same_columns(staged[0].schema, e.schema):
                 raise SchemaException(
@@ -187,12 +204,19 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
                     f"{describe_types(staged[0].schema, n_index)} vs {describe_types(e.schema, n_index)}; stage frames "
                     "with identical columns and dtypes, or use a dynamic-schema library"
                 )
-    else:
+    else:  # columns without a common type (stored vs staged, staged vs staged), then the index
         schema = staged[0].schema
-        for e in staged[1:]:  # columns of types without a common one are refused, by name
+        for e in staged[1:]:
             schema = unified(sym, schema, e.schema)
-    if meta.index_kind != "datetime":
-        raise not_datetime
+        if stored is not None:
+            have = schema_of(stored)
+            for f in schema:
+                if f.name in have.names and f.name not in meta.index_columns:
+                    norm.common_type(f.name, have.field(f.name).type, f.type)
+            if meta_of(stored).index_kind != "datetime":
+                raise not_datetime  # nor is the stored data's (ArcticDB)
+        if meta.index_kind != "datetime":
+            raise not_datetime
     tables = [read_segments(engine.store, engine.keys, sym, e.leaves, e.schema, n_index,
                             e.schema.names[n_index:], None, pools=engine.pools, nan_rows=True) for e in staged]
     try:
@@ -207,5 +231,7 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry]) -> St
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
     table = norm.split_nan_rows(table)[0]
     first, last = index_bounds(table, meta)
-    header = {"norm": lead.header["norm"], "first": first, "last": last, "sorted": norm.sortedness(table, meta)}
+    if engine.options.dynamic_schema:
+        meta = staged_meta(meta, staged, table.schema)
+    header = {"norm": meta.to_json().decode(), "first": first, "last": last, "sorted": norm.sortedness(table, meta)}
     return StagedEntry("", header, table.schema, leaves)

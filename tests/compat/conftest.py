@@ -11,6 +11,7 @@ Skipped as a whole where ArcticDB (``arcticdb``) has no wheel or is not installe
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Iterator
@@ -61,13 +62,17 @@ def engines(
     yield EnginePair(backend, adb.Arctic(uri_adb), arcticlite.Arctic(uri_lite))
 
 
-@pytest.fixture
-def library_pair(engines: EnginePair) -> Iterator[tuple[Any, Any]]:
-    """``(arcticdb_library, arcticlite_library)``: fresh and empty, deleted afterwards."""
-    name = f"diff_{next(_counter)}"
+@contextlib.contextmanager
+def paired_libraries(engines: EnginePair, name: str, dynamic_schema: bool = False) -> Iterator[tuple[Any, Any]]:
+    """``(arcticdb_library, arcticlite_library)`` named ``name``, created with the same
+    ``dynamic_schema`` in both engines, deleted afterwards."""
+    import arcticdb
+
+    import arcticlite
+
     libs = (
-        engines.arcticdb.get_library(name, create_if_missing=True),
-        engines.arcticlite.get_library(name, create_if_missing=True),
+        engines.arcticdb.create_library(name, library_options=arcticdb.LibraryOptions(dynamic_schema=dynamic_schema)),
+        engines.arcticlite.create_library(name, library_options=arcticlite.LibraryOptions(dynamic_schema=dynamic_schema)),
     )
     try:
         yield libs
@@ -77,3 +82,10 @@ def library_pair(engines: EnginePair) -> Iterator[tuple[Any, Any]]:
                 ac.delete_library(name)
             except Exception:  # noqa: BLE001 - cleanup must not mask the test's outcome
                 pass
+
+
+@pytest.fixture
+def library_pair(engines: EnginePair) -> Iterator[tuple[Any, Any]]:
+    """``(arcticdb_library, arcticlite_library)``: fresh and empty, deleted afterwards."""
+    with paired_libraries(engines, f"diff_{next(_counter)}") as libs:
+        yield libs

@@ -376,3 +376,59 @@ def test_an_update_without_rows_of_a_range_indexed_symbol_is_a_new_version(lib: 
     with pytest.raises(adb.exceptions.InternalException, match="non-timeseries"):
         lib.update("r", pd.DataFrame({"a": [9]}, index=pd.RangeIndex(1, 2)))
     assert len(lib.list_versions("r")) == 2
+
+
+def test_a_read_request_with_both_ranges_refuses_the_whole_batch(lib: adb.Library) -> None:
+    from arcticlite.exceptions import ArcticException
+
+    lib.write("x", _df())
+    both = adb.ReadRequest("x", date_range=(pd.Timestamp("2024-01-01"), None), row_range=(0, 1))
+    with pytest.raises(ArcticException, match="Date range and row range both specified"):
+        lib.read_batch(["x", both])
+
+
+def test_index_columns_of_pickled_data_are_refused_as_user_input_first(lib: adb.Library) -> None:
+    lib.write_metadata("p", {"m": 1})  # a version of pickled None
+    for call in (lambda: lib.head("p", 1, columns=[]), lambda: lib.tail("p", 1, columns=[]),
+                 lambda: lib.read("p", columns=[], row_range=(0, 1)),
+                 lambda: lib.read("p", columns=[], query_builder=adb.QueryBuilder().head(1))):
+        with pytest.raises(UserInputException, match="Reading index columns is not supported with pickled data"):
+            call()
+    with pytest.raises(InternalException):
+        lib.head("p", 1, columns=["a"])
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_finalizing_staged_data_onto_pickled_data_is_a_schema_mismatch(lib: adb.Library, sort: bool) -> None:
+    lib.write_metadata("p", {"m": 1})
+    lib.stage("p", _df())
+    with pytest.raises(SchemaException, match="pickled data"):
+        (lib.sort_and_finalize_staged_data if sort else lib.finalize_staged_data)("p", mode="append")
+    assert len(lib.list_versions("p")) == 1
+    with pytest.raises(InternalException, match="Cannot append to pickled data"):
+        lib.append("p", _df())
+
+
+def test_an_upsert_with_no_row_in_its_date_range_is_described_as_a_write_of_no_rows(lib: adb.Library) -> None:
+    one = _df(1, "2024-01-02")
+    lib.update("u", one, upsert=True, date_range=(pd.Timestamp("2024-02-01"), None))
+    lib.write("w", one.iloc[:0])
+    du, dw = lib.get_description("u"), lib.get_description("w")
+    assert du.row_count == dw.row_count == 0 and lib.read("u").data.empty
+    assert [c.name for c in du.columns] == [c.name for c in dw.columns] == ["index", "a"]
+    assert [i.name for i in du.index] == ["index"] and str(du.index[0].dtype) == str(dw.index[0].dtype)
+
+
+def test_dynamic_schema_appends_check_the_order_before_the_types(tmp_path) -> None:
+    from arcticlite.exceptions import AppendOrderException, StreamDescriptorMismatch
+
+    ac = adb.Arctic(f"lmdb://{tmp_path}/db")
+    dyn = ac.create_library("dyn", adb.LibraryOptions(dynamic_schema=True))
+    static = ac.create_library("static")
+    stored = pd.DataFrame({"b": [True, False]}, index=pd.date_range("2024-01-01", periods=2))
+    both_wrong = pd.DataFrame({"b": ["x", "y"]}, index=pd.date_range("2024-01-01", periods=2))  # overlaps, and strings
+    for lib, expected in ((dyn, AppendOrderException), (static, StreamDescriptorMismatch)):
+        lib.write("s", stored)
+        with pytest.raises(expected):
+            lib.append("s", both_wrong)
+        assert len(lib.list_versions("s")) == 1

@@ -305,3 +305,98 @@ def test_under_dynamic_schema_columns_without_a_common_type_are_refused_before_o
     with pytest.raises(SchemaException, match="No valid common type"):
         lib.finalize_staged_data("s")
     assert not lib.has_symbol("s")
+
+
+def _dyn(ac, name: str):
+    from arcticlite import LibraryOptions
+
+    return ac.create_library(name, LibraryOptions(dynamic_schema=True))
+
+
+def _rows(start: int, n: int, cols: dict) -> pd.DataFrame:
+    return pd.DataFrame(cols, index=pd.RangeIndex(start, start + n))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("sort", [False, True])
+def test_a_column_of_none_only_is_a_string_column_when_staged_frames_combine(ac, dynamic: bool, sort: bool) -> None:
+    # ArcticDB types an object column holding only None as strings: no common type with floats
+    lib = _dyn(ac, "none_dyn") if dynamic else ac.create_library("none_static")
+    lib.stage("s", _quotes(0, [1.5, 2.5]))
+    lib.stage("s", _quotes(5, [None, None]))
+    with pytest.raises(SchemaException, match="E_DESCRIPTOR_MISMATCH"):
+        (lib.sort_and_finalize_staged_data if sort else lib.finalize_staged_data)("s")
+    assert not lib.has_symbol("s")
+    lib.delete_staged_data("s")
+    lib.stage("s", _quotes(0, ["x", "y"]))  # with strings it combines
+    lib.stage("s", _quotes(5, [None, None]))
+    (lib.sort_and_finalize_staged_data if sort else lib.finalize_staged_data)("s")
+    assert lib.read("s").data["s"].tolist() == ["x", "y", None, None]
+
+
+def test_under_dynamic_schema_none_only_columns_do_not_join_number_columns(ac) -> None:
+    lib = _dyn(ac, "none_append")
+    lib.write("s", _quotes(0, [1.5, 2.5]))
+    with pytest.raises(SchemaException, match="No valid common type .* for column s"):
+        lib.append("s", _quotes(5, [None, None]))
+    lib.write("t", _quotes(0, [None, None]))
+    with pytest.raises(SchemaException, match="No valid common type"):
+        lib.update("t", _quotes(0, [1.5, 2.5]).iloc[:1])
+    assert len(lib.list_versions("s")) == 1 and len(lib.list_versions("t")) == 1
+    lib.append("t", _quotes(5, ["a", None]))  # a string column takes them
+    assert lib.read("t").data["s"].tolist() == [None, None, "a", None]
+
+
+def test_sort_and_finalize_appending_other_columns_is_refused_before_the_index_kind(ac) -> None:
+    from arcticlite.exceptions import InternalException
+
+    lib = ac.create_library("sort_static_order")  # static schema: the stored columns come first
+    lib.write("r", _rows(0, 3, {"a": [1, 2, 3]}))
+    lib.stage("r", _rows(10, 2, {"b": [1.0, 2.0]}))
+    with pytest.raises(SchemaException):
+        lib.sort_and_finalize_staged_data("r", mode="append")
+    lib.delete_staged_data("r")
+    lib.stage("r", _rows(10, 2, {"a": [4, 5]}))
+    with pytest.raises(InternalException, match="Sort merge only supports datetime indexed data"):
+        lib.sort_and_finalize_staged_data("r", mode="append")
+    assert len(lib.list_versions("r")) == 1 and lib.read("r").data["a"].tolist() == [1, 2, 3]
+
+
+def test_dynamic_schema_staged_appends_refuse_another_index_kind_as_arcticdb_does(ac) -> None:
+    from arcticlite.exceptions import InternalException
+
+    lib = _dyn(ac, "dyn_index_kinds")
+    lib.write("t", _quotes(0, ["a", "b"]))  # timestamps stored, row numbers staged
+    lib.stage("t", _rows(0, 2, {"v": [1.0, 2.0], "s": ["c", "d"]}))
+    with pytest.raises(InternalException, match="row-count index"):
+        lib.finalize_staged_data("t", mode="append")
+    lib.write("r", _rows(0, 2, {"v": [1.0, 2.0]}))  # row numbers stored: a sort merge is refused
+    lib.stage("r", _quotes(0, ["a", "b"]))
+    with pytest.raises(InternalException, match="Sort merge only supports datetime indexed data"):
+        lib.sort_and_finalize_staged_data("r", mode="append")
+    lib.write("c", _rows(0, 2, {"s": ["a", "b"]}))  # but types without a common one come first
+    lib.stage("c", _rows(5, 0, {"s": np.array([], dtype=float)}))
+    with pytest.raises(SchemaException, match="No valid common type"):
+        lib.sort_and_finalize_staged_data("c", mode="append")
+    assert [len(lib.list_versions(s)) for s in "trc"] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_dynamic_schema_finalize_describes_the_columns_of_every_staged_frame(ac, sort: bool) -> None:
+    lib = _dyn(ac, f"dyn_describe_{sort}")
+    lib.stage("s", pd.DataFrame({"i": [1, 2]}, index=pd.date_range("2024-01-10", periods=2)))
+    lib.stage("s", pd.DataFrame({"i": [3, 4], "t": ["x", None]}, index=pd.date_range("2024-01-03", periods=2)))
+    (lib.sort_and_finalize_staged_data if sort else lib.finalize_staged_data)("s")
+    assert [c.name for c in lib.get_description("s").columns] == ["i", "t"]
+    assert lib.read("s").data.to_dict("list") == {"i": [3, 4, 1, 2], "t": ["x", None, None, None]}
+
+
+def test_sort_on_index_needs_an_index(lib: Library) -> None:
+    from arcticlite.exceptions import InternalException
+
+    with pytest.raises(InternalException, match="Sort requested on index but no index supplied"):
+        lib.stage("r", _rows(0, 2, {"v": [2.0, 1.0]}), sort_on_index=True)
+    assert lib.get_staged_symbols() == []
+    lib.stage("r", _rows(0, 2, {"v": [2.0, 1.0]}), sort_columns=["v"])  # sorting by a column works
+    lib.finalize_staged_data("r")
+    assert lib.read("r").data["v"].tolist() == [1.0, 2.0]
