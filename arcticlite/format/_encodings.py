@@ -245,9 +245,13 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
     if n > WHOLE_CHOICE_LIMIT:
         return _encode_sampled(xi, floats)
     memo = _policy().memo if key is not None else None
+    if memo is not None and memo.get(DISTINCT_FILES):
+        # files of unrelated data (a batch's symbols, on several threads) share a choice only
+        # between pages of one signature: part of the key, so that one look-up gives a choice
+        # and the signature it was searched on together
+        key = (key, _signature(xi))
     entry = memo.get(key) if memo is not None else None
-    sig = _signature(xi) if memo is not None and memo.get(DISTINCT_FILES) else None
-    if memo is not None and entry is not None and entry[4] > 0 and (sig is None or memo.get(("sig", key)) == sig):
+    if memo is not None and entry is not None and entry[4] > 0:
         scheme, mode, codec, level, left = entry[:5]
         recipe = entry[5] if len(entry) > 5 else None
         body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
@@ -272,13 +276,13 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
             body = (encode_recipe(xi, recipe, 0, mode, floats) if recipe is not None
                     else encode_scheme(xi, SCHEME_OF_ID.get(chosen[0], "plain"), 0, mode, floats))
             blob = compress_if_it_pays(body, codec, level)
-            _remember(memo, key, entry, chosen, mode, codec, level, recipe, len(blob) / n, sig)
+            _remember(memo, key, entry, chosen, mode, codec, level, recipe, len(blob) / n)
             return blob
     variants = _variants(xi, floats)
     i, codec, level, blob = choose_codec_blob([b for b, _ in variants])
     if memo is not None:
         chosen, mode = variants[i]
-        _remember(memo, key, entry, chosen, mode, codec, level, recipe_of(chosen), len(blob) / n, sig)
+        _remember(memo, key, entry, chosen, mode, codec, level, recipe_of(chosen), len(blob) / n)
     return blob
 
 
@@ -299,15 +303,13 @@ SEARCH_SAMPLE = 1 << 14
 
 
 def _remember(memo: dict[Any, Any], key: Any, entry: Any, chosen: bytes, mode: int, codec: int | None,
-              level: int, recipe: Any, per_value: float, sig: tuple[int, int] | None = None) -> None:
+              level: int, recipe: Any, per_value: float) -> None:
     """Store a stream's search result in a bulk write's memo (see :func:`encode_fixed`)."""
     # a search that gained nothing over the choice it replaces: trust the stream's choices
     # for four times as many pages (up to REUSE_MAX)
     stale = entry is not None and len(entry) > 7 and per_value >= REUSE_GAIN * entry[7]
     span = min(4 * entry[6], REUSE_MAX) if stale else REUSE_SEARCHED
     memo[key] = (SCHEME_OF_ID.get(chosen[0], "plain"), mode, codec, level, span, recipe, span, per_value)
-    if sig is not None:
-        memo[("sig", key)] = sig
 
 
 #: Float arrays at least this long first go through a cheap incompressibility test.
