@@ -742,8 +742,8 @@ def staged_meta(meta: norm.NormMeta, staged: list[Any], schema: pa.Schema) -> no
 
 def same_columns(a: pa.Schema, b: pa.Schema) -> bool:
     """Whether staged entries of schemas ``a`` and ``b`` combine under static schema: the same
-    columns with the same types, a column of None only (Arrow's null type) matching any type
-    (as ArcticDB combines a column of None with a string column), not with other types."""
+    columns with the same types, where a column of None only (Arrow's null type) matches a
+    string or binary column (ArcticDB types it as strings) and no other type."""
     return a.names == b.names and all(
         x.type == y.type or ((pa.types.is_null(x.type) or pa.types.is_null(y.type))
                              and norm.text_like(x.type) and norm.text_like(y.type))

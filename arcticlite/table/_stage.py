@@ -204,7 +204,7 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry],
                     f"{describe_types(staged[0].schema, n_index)} vs {describe_types(e.schema, n_index)}; stage frames "
                     "with identical columns and dtypes, or use a dynamic-schema library"
                 )
-    else:  # columns without a common type (stored vs staged, staged vs staged), then the index
+    else:  # columns without a common type (staged vs staged, then vs stored), then the index
         schema = staged[0].schema
         for e in staged[1:]:
             schema = unified(sym, schema, e.schema)
