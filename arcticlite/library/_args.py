@@ -8,7 +8,7 @@ import numbers
 import re
 from typing import Any
 
-from arcticlite.exceptions import UserInputException
+from arcticlite.exceptions import ArcticException, UserInputException
 from arcticlite.normalize import to_ns_bound
 
 
@@ -30,6 +30,13 @@ def row_range(value: Any) -> tuple[int, int] | None:
     if not isinstance(value, tuple | list) or len(value) != 2 or not all(v is None or _is_int(v) for v in value):
         raise UserInputException(f"row_range must be (start, end) integers, got {value!r}")
     return value[0], value[1]
+
+
+def one_range(date_range: Any, row_range: Any, where: str = "") -> None:
+    """A read gives ``date_range`` or ``row_range``, not both (ArcticDB's ``ArcticException``);
+    ``where`` names the request in the message."""
+    if date_range is not None and row_range is not None:
+        raise ArcticException(f"Date range and row range both specified{where}: give only one")
 
 
 def date_bounds(value: Any) -> tuple[int, int]:

@@ -1142,8 +1142,7 @@ class Library:
         [3.0]
         """
         sym = check_symbol(symbol)
-        if date_range is not None and row_range is not None:
-            raise ArcticException("Date range and row range both specified: give only one")
+        args.one_range(date_range, row_range)
         self._index_range(date_range)  # bounds of a wrong type are refused before the symbol is looked up
         if lazy:
             return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, date_range=date_range,  # type: ignore[return-value]
@@ -1243,8 +1242,7 @@ class Library:
         """What ``read(symbol, as_of, date_range, row_range, columns, query_builder)`` prunes
         and fetches (``QueryBuilder.explain``): the read is run, its result dropped."""
         sym = check_symbol(symbol)
-        if date_range is not None and row_range is not None:
-            raise ArcticException("Date range and row range both specified: give only one")
+        args.one_range(date_range, row_range)
         rec = self._resolve(sym, as_of)
         if rec.pickled:
             raise InternalException(f"E_RUNTIME_ERROR Cannot explain a read of pickled data of symbol {sym!r}")
@@ -1297,8 +1295,7 @@ class Library:
         5
         """
         sym = check_symbol(symbol)
-        if date_range is not None and row_range is not None:
-            raise ArcticException("Date range and row range both specified: give only one")
+        args.one_range(date_range, row_range)
         rec = self._resolve(sym, as_of)
         if rec.pickled:
             raise UserInputException(
@@ -3161,9 +3158,7 @@ class Library:
         if query_builder is not None and any(r.query_builder is not None for r in reqs):
             raise ArcticInvalidApiUsageException("a query_builder was given both for the batch and for a request; give one")
         for r in reqs:  # the whole batch is refused, before anything is read (ArcticDB)
-            if r.date_range is not None and r.row_range is not None:
-                raise ArcticException(f"Date range and row range both specified (read request of {r.symbol!r}): "
-                                      "give only one")
+            args.one_range(r.date_range, r.row_range, f" (read request of {r.symbol!r})")
         if lazy:
             frames = [LazyDataFrame(self, r._replace(query_builder=r.query_builder or query_builder,
                                                      output_format=r.output_format or output_format)) for r in reqs]

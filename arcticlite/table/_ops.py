@@ -292,13 +292,17 @@ class Append(Operation):
                     f"sequence ending at {_ts(base.last_index)} (version {base.vid}); sort the frame or use update()"
                 )
 
-        if e.options.dynamic_schema and meta.kind == bmeta.kind:
-            refuse_order()  # after the object kinds, before the columns' types under dynamic schema (ArcticDB)
+        # ArcticDB's order: under dynamic schema the rows' order after the object kinds and before
+        # the columns' types; under static schema after the columns and the stored sortedness
+        order_first = e.options.dynamic_schema and meta.kind == bmeta.kind
+        if order_first:
+            refuse_order()
         schema = norm.common_schema(bmeta, bschema, meta, norm.value_schema(table.schema), dynamic=e.options.dynamic_schema,
                                     stored_rows=brows, new_rows=table.num_rows) or bschema
         if self.is_dt and self.validate_index and base.sorted not in ("ASCENDING", "UNKNOWN") and brows:
             raise UnsortedDataException("When calling append with validate_index enabled, the existing data must be sorted")
-        refuse_order()
+        if not order_first:
+            refuse_order()
         tail = None
         broot = base.index
         merged: dict[str, bytes] = {}
@@ -671,9 +675,8 @@ class Finalize(Operation):
                 raise self.refusals[0]
             return data_record("finalize", head, seq, index=index.build(self.new_leaves), meta=meta, schema=schema,
                                first=self.first, last=self.last, sorted_=self.sorted, metadata=self.metadata)
-        if base.pickled:  # (a SchemaException for a finalize, as ArcticDB: the stored data has no columns)
-            raise SchemaException(f"E_DESCRIPTOR_MISMATCH Cannot append the staged data of {sym!r} to its pickled data "
-                                  "(written by write_pickle or write_metadata): finalize in write mode")
+        if base.pickled:
+            raise staged_onto_pickled(sym)
         bmeta, bschema = meta_of(base), schema_of(base)
         brows = base.index.rows if base.index else 0
         if meta.index_kind == "range" and bmeta.index_kind == "range" and meta.range_step == bmeta.range_step:
@@ -725,6 +728,13 @@ def first_with_rows(staged: list[Any]) -> Any:
     finalized version takes, so that a 0-row frame staged first does not describe the rows
     staged after it."""
     return next((e for e in staged if e.header.get("first") is not None or len(e.leaves)), staged[0])
+
+
+def staged_onto_pickled(sym: str) -> SchemaException:
+    """The refusal of staged data finalized in append mode onto pickled data (a
+    ``SchemaException``, as ArcticDB's: the stored data has no columns to match)."""
+    return SchemaException(f"E_DESCRIPTOR_MISMATCH Cannot append the staged data of {sym!r} to its pickled data "
+                           "(written by write_pickle or write_metadata): finalize in write mode")
 
 
 def staged_meta(meta: norm.NormMeta, staged: list[Any], schema: pa.Schema) -> norm.NormMeta:

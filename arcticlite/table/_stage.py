@@ -33,6 +33,7 @@ from arcticlite.table._ops import (
     refuse_nat,
     same_columns,
     staged_meta,
+    staged_onto_pickled,
     unified,
 )
 from arcticlite.table._read import meta_of, schema_bytes, schema_from, schema_of
@@ -186,8 +187,7 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry],
         "not have a datetime index: finalize it with finalize_staged_data")
     static = not engine.options.dynamic_schema
     if append_to is not None and append_to.pickled:
-        raise SchemaException(f"E_DESCRIPTOR_MISMATCH Cannot append the staged data of {sym!r} to its pickled data "
-                              "(written by write_pickle or write_metadata): finalize in write mode")
+        raise staged_onto_pickled(sym)
     stored = append_to if append_to is not None and append_to.norm is not None else None
     if static:
         if stored is not None:

@@ -454,15 +454,22 @@ def replay(
         actual = run_op(lib_lite, op, marks)
         why = compare(op, expected, actual)
         if why is not None:
-            history = "\n".join(f"  [{j:2d}] {o!r}" for j, o in enumerate(ops[: i + 1]))
-            return [
-                f"seed {seed}{label}: operation {i} diverged: {why}",
-                f"  operation:  {op!r}",
-                f"  ArcticDB:   {expected!r}",
-                f"  arcticlite: {actual!r}",
-                f"  sequence so far:\n{history}",
-            ]
+            return report_divergence(f"seed {seed}{label}", ops[: i + 1], why, expected, actual)
     return []
+
+
+def report_divergence(
+    where: str, ops: list[Op], why: str, expected: Raised | Returned, actual: Raised | Returned
+) -> list[str]:
+    """The report of a sequence whose last operation (of ``ops``) diverged."""
+    history = "\n".join(f"  [{j:2d}] {o!r}" for j, o in enumerate(ops))
+    return [
+        f"{where}: operation {len(ops) - 1} diverged: {why}",
+        f"  operation:  {ops[-1]!r}",
+        f"  ArcticDB:   {expected!r}",
+        f"  arcticlite: {actual!r}",
+        f"  sequence so far:\n{history}",
+    ]
 
 
 def test_generator_is_deterministic() -> None:

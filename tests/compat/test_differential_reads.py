@@ -38,7 +38,7 @@ import pandas as pd
 import pytest
 
 from tests.compat.conftest import paired_libraries
-from tests.compat.test_differential import Op, Raised, Returned, compare
+from tests.compat.test_differential import Op, Raised, Returned, compare, report_divergence
 
 N_SEEDS = int(os.environ.get("ARCTICLITE_DIFF_READ_SEEDS", "60"))
 N_OPS = 40
@@ -312,9 +312,7 @@ def replay(seed: int, lib_adb: Any, lib_lite: Any, ops: list[Op], label: str = "
         actual = run_op(lib_lite, arcticlite, op)
         why = compare(op, expected, actual)
         if why is not None:
-            history = "\n".join(f"  [{j:2d}] {o!r}" for j, o in enumerate(ops[: i + 1]))
-            return [f"seed {seed}{label}: operation {i} diverged: {why}", f"  operation:  {op!r}",
-                    f"  ArcticDB:   {expected!r}", f"  arcticlite: {actual!r}", f"  sequence so far:\n{history}"]
+            return report_divergence(f"seed {seed}{label}", ops[: i + 1], why, expected, actual)
     return []
 
 
