@@ -25,12 +25,15 @@ from arcticlite.normalize._frames import (
 )
 from arcticlite.normalize._meta import FORMAT_VERSION, NormMeta
 from arcticlite.normalize._nanrows import (
+    SPARSE_KEY,
     is_nan_rows_name,
     nan_rows_name,
     segment_companions,
     segment_kinds,
     segment_nan_rows,
+    sparse_columns,
     split_nan_rows,
+    unsparse,
 )
 from arcticlite.normalize._rowmajor import ROW_MAJOR, RowMajorBlock, fill_rows, has_placeholders
 from arcticlite.normalize._schema import (
@@ -45,6 +48,7 @@ from arcticlite.normalize._schema import (
 from arcticlite.normalize._time import as_of_to_ns, check_bound, to_ns_bound
 
 __all__ = [
+    "SPARSE_KEY",
     "DICTIONARY_VALUES",
     "FORMAT_VERSION",
     "ROW_MAJOR",
@@ -73,7 +77,9 @@ __all__ = [
     "segment_kinds",
     "segment_nan_rows",
     "sortedness",
+    "sparse_columns",
     "split_nan_rows",
+    "unsparse",
     "text_like",
     "to_ns_bound",
     "type_name",

@@ -14,6 +14,9 @@ missing values lists its companions under the schema-metadata key :data:`SEGMENT
 empty list when there are none): its string columns without a companion have only ``None``.
 Rows of segments without the key (written before companions existed) are "unknown" (null in
 an assembled companion), and the hint's kind applies there (docs/format.md, "NaN rows").
+
+Also here: *sparse* integer and boolean columns of a segment, null on the rows that lack the
+column (:data:`SPARSE_KEY`, docs/format.md "Sparse columns").
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import pyarrow.compute as pc
 
 __all__ = [
     "SEGMENT_KEY",
+    "SPARSE_KEY",
     "apply_nan_rows",
     "is_nan_rows_name",
     "nan_rows_mask",
@@ -35,12 +39,21 @@ __all__ = [
     "segment_kinds",
     "segment_companions",
     "segment_nan_rows",
+    "sparse_columns",
     "split_nan_rows",
+    "unsparse",
 ]
 
 _PREFIX = "\x00nan:"
 SEGMENT_KEY = b"arcticlite.nan_rows"
 """Schema-metadata key of a Fermion segment: JSON list of the columns that have a companion."""
+
+
+SPARSE_KEY = b"arcticlite.sparse"
+"""Schema-metadata key of a Fermion segment whose integer and boolean columns hold nulls on
+the rows that lack the column (a sort merge of staged frames of different columns, dynamic
+schema): JSON list of those columns. A plain read shows those rows as a column a segment
+lacks is backfilled (0, False); a query sees them as missing values (docs/format.md)."""
 
 
 def nan_rows_name(stored: str) -> str:
@@ -143,3 +156,25 @@ def apply_nan_rows(out: np.ndarray, col: pa.ChunkedArray, companion: Any, defaul
     out[nulls & nan] = np.nan
     out[nulls & ~nan] = None
     return out
+
+
+def sparse_columns(metadata: dict[bytes, bytes] | None) -> list[str]:
+    """The columns a segment with schema ``metadata`` lists under ``normalize.SPARSE_KEY``."""
+    if not metadata or SPARSE_KEY not in metadata:
+        return []
+    return list(json.loads(metadata[SPARSE_KEY]))
+
+
+def unsparse(t: pa.Table, keep_nulls: bool) -> tuple[pa.Table, bool]:
+    """Segment table ``t`` with the nulls of its sparse columns backfilled (``keep_nulls``: for
+    a query, which sees them as missing values; its output is backfilled at the end), and
+    whether it kept any."""
+    names = sparse_columns(t.schema.metadata)
+    if keep_nulls:
+        return t, any(n in t.column_names and t.column(n).null_count for n in names)
+    for name in names:
+        k = t.schema.get_field_index(name)
+        if k >= 0 and t.column(k).null_count:
+            typ = t.schema.field(k).type
+            t = t.set_column(k, t.schema.field(k), t.column(k).fill_null(pa.scalar(0 if pa.types.is_integer(typ) else False, typ)))
+    return t, False

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arcticlite.exceptions import InternalException, SchemaException, UserInputException
+from arcticlite.normalize import SPARSE_KEY as norm_sparse_key
 from arcticlite.normalize import nan_rows_name
 from arcticlite.query._aggregate import (
     GROUPBY_OPS,
@@ -455,6 +456,8 @@ def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, An
     Returns the resulting table and the meta that describes it (a new one after
     ``groupby`` / ``resample``). Every step is a whole-column Arrow / numpy operation.
     """
+    md = table.schema.metadata
+    sparse = bool(md) and norm_sparse_key in md
     st = _State(table, meta)
     clauses = plan.clauses
     pending: tuple[str, Any] | None = None
@@ -487,4 +490,15 @@ def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, An
     markers = [n for n in st.table.column_names if is_absent_name(n)]
     if markers:
         st.table = st.table.drop_columns(markers)
+    if sparse:
+        st.table = _backfill_nulls(st.table)
     return st.table, st.meta
+
+
+def _backfill_nulls(table: pa.Table) -> pa.Table:
+    """``table`` with the missing values of its integer and boolean columns shown as a plain
+    read shows them (0, False): the output of a query of segments with sparse columns."""
+    for k, f in enumerate(table.schema):
+        if (pa.types.is_integer(f.type) or pa.types.is_boolean(f.type)) and table.column(k).null_count:
+            table = table.set_column(k, f, table.column(k).fill_null(_backfill(f.type)))
+    return table

@@ -608,7 +608,11 @@ def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, ind
         present = set(reader.column_names)
         cols = [c for c in cols if c in present]
     if not job.text:
-        return _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
+        out = _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
+        if dynamic and out is not RULED_OUT and (md := reader.metadata) and norm.SPARSE_KEY in md \
+                and out.schema.metadata != md:  # the segment's sparse columns (a trimmed read drops it)
+            out = out.replace_schema_metadata(md)
+        return out
     metadata = reader.metadata  # lists the NaN-rows companions (normalize's _nanrows)
     cols = cols + norm.segment_companions(metadata, job.text)
     out = _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
@@ -889,6 +893,7 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
     wanted: set[str] = set()  # companions to output
     groups: list[tuple[dict[str, pa.ChunkedArray], set[str], int]] = []  # companions held, only None, rows
     only_none: set[str] = set()
+    sparse = False  # whether nulls of a sparse column were kept (a query backfills its output)
 
     def flush() -> None:
         held = {n: c for n, c in group.items() if norm.is_nan_rows_name(n)}
@@ -903,6 +908,8 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
                 chunks[f.name].extend(_cast(col, f.type).chunks)
 
     for i, t in enumerate(tables):
+        t, kept = norm.unsparse(t, mark_absent)
+        sparse |= kept
         if first_in_group[i]:
             if i:
                 flush()
@@ -939,6 +946,8 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
                 continue
             absent = np.repeat([a for a, _ in flags], [n for _, n in flags])
             table = table.append_column(absent_name(f.name), pa.array(absent, pa.bool_()))
+    if sparse:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), norm.SPARSE_KEY: b"[]"})
     return table
 
 

@@ -11,6 +11,7 @@ number of processes (Spark tasks, their retried attempts) stage at once without 
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -108,16 +109,30 @@ def entries(engine: TableEngine, sym: str, keys: list[str] | None = None) -> lis
     return out
 
 
-def _backfilled(tables: list[pa.Table]) -> list[pa.Table]:
+def _backfilled(tables: list[pa.Table], firsts: list[int | None]) -> list[pa.Table]:
     """Dynamic schema: each table with the columns the others have, backfilled as a read backfills
-    a column a segment lacks (0 for integers, NaN for floats, null otherwise)."""
-    unified = pa.unify_schemas([t.schema for t in tables], promote_options="permissive")
+    a column a segment lacks (NaN for floats, null otherwise); an integer or boolean column a
+    table lacks is null there and listed under ``norm.SPARSE_KEY`` in the schema metadata, so that
+    queries see those rows missing while plain reads show 0 / False, as for a segment that
+    lacks the column. Columns come in the order of the tables' first index values ``firsts``
+    (as ArcticDB orders them); rows stay in the tables' order."""
+    by_first = sorted(range(len(tables)), key=lambda k: (firsts[k] is None, firsts[k] or 0))
+    unified = pa.unify_schemas([tables[k].schema for k in by_first], promote_options="permissive")
+    sparse: set[str] = set()
     out = []
     for t in tables:
         for field in unified:
             if field.name not in t.column_names:
-                t = t.append_column(field, fill_missing(field.type, t.num_rows))
+                if pa.types.is_integer(field.type) or pa.types.is_boolean(field.type):
+                    sparse.add(field.name)
+                    filler = pa.nulls(t.num_rows, field.type)
+                else:
+                    filler = fill_missing(field.type, t.num_rows)
+                t = t.append_column(field, filler)
         out.append(t.select(unified.names))
+    if sparse:
+        md = {**(out[0].schema.metadata or {}), norm.SPARSE_KEY: json.dumps(sorted(sparse)).encode()}
+        out = [t.replace_schema_metadata(md) for t in out]
     return out
 
 
@@ -221,7 +236,7 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry],
                             e.schema.names[n_index:], None, pools=engine.pools, nan_rows=True) for e in staged]
     try:
         if len(tables) > 1 and engine.options.dynamic_schema:
-            tables = _backfilled(tables)
+            tables = _backfilled(tables, [s.header["first"] for s in staged])
         table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     except (pa.ArrowTypeError, pa.ArrowInvalid) as exc:
         raise SchemaException(f"E_DESCRIPTOR_MISMATCH staged data of {sym!r} cannot be combined: {exc}") from None
@@ -230,6 +245,8 @@ def merge_sorted(engine: TableEngine, sym: str, staged: list[StagedEntry],
     leaves = write_segments(engine.store, engine.keys, sym, table, engine.layout(meta), start_row=0,
                             is_datetime=meta.index_kind == "datetime", pools=engine.pools)
     table = norm.split_nan_rows(table)[0]
+    if table.schema.metadata and norm.SPARSE_KEY in table.schema.metadata:  # the segments' own listing
+        table = table.replace_schema_metadata({k: v for k, v in table.schema.metadata.items() if k != norm.SPARSE_KEY})
     first, last = index_bounds(table, meta)
     if engine.options.dynamic_schema:
         meta = staged_meta(meta, staged, table.schema)

@@ -224,6 +224,54 @@ def test_sort_merge_under_dynamic_schema_backfills_as_reads_do() -> None:
     assert got["b"].dtype == "int64" and got["b"].tolist() == [7, 0, 0]  # ints: 0, as ArcticDB fills them
 
 
+@pytest.mark.parametrize("how", ["finalize_staged_data", "sort_and_finalize_staged_data"])
+def test_dynamic_schema_finalize_orders_columns_by_the_frames_first_timestamps(how: str) -> None:
+    # as ArcticDB: the frame of the earliest rows gives the first columns, whatever the staging order
+    import arcticlite as adb
+
+    lib = adb.Arctic("mem://").create_library("dyn", adb.LibraryOptions(dynamic_schema=True))
+    for hour, cols in ((15, "ab"), (4, "cd"), (30, "ef")):
+        idx = pd.date_range("2024-01-01", periods=2, freq="h") + pd.Timedelta(hours=hour)
+        lib.stage("s", pd.DataFrame({c: [1.0, 2.0] for c in cols}, index=idx))
+    getattr(lib, how)("s")
+    assert list(lib.read("s").data.columns) == ["c", "d", "a", "b", "e", "f"]
+    assert [c.name for c in lib.get_description("s").columns] == ["c", "d", "a", "b", "e", "f"]
+
+
+@pytest.mark.parametrize("uri", ["mem://", "lmdb"])
+def test_queries_see_the_rows_a_sort_merged_frame_lacked_as_missing(uri: str, tmp_path) -> None:
+    # as ArcticDB: a plain read shows 0 / False there, but a filter does not match them
+    # (`!=` does, as for any missing value), and a projection of them shows 0
+    import arcticlite as adb
+
+    ac = adb.Arctic(f"lmdb://{tmp_path}" if uri == "lmdb" else uri)
+    lib = ac.create_library("dyn", adb.LibraryOptions(dynamic_schema=True))
+    n = 120_000  # more than a segment's rows, pages of one value
+    idx = pd.date_range("2024", periods=n, freq="s")
+    lib.stage("s", pd.DataFrame({"i": np.full(n, 5, np.int64), "b": np.ones(n, bool)}, index=idx))
+    lib.stage("s", pd.DataFrame({"x": np.arange(n // 2, dtype=float)}, index=idx[::2] + pd.Timedelta("1ms")))
+    lib.sort_and_finalize_staged_data("s")
+    plain = lib.read("s").data
+    assert plain["i"].dtype == "int64" and (plain["i"].to_numpy() == 0).sum() == n // 2
+    part = lib.read("s", date_range=(idx[10], idx[20])).data  # a trimmed read of the segment too
+    assert part["b"].dtype == bool and len(part) == 16 and part["b"].sum() == 11  # 5 rows lack b
+    q = adb.QueryBuilder()
+    assert len(lib.read("s", query_builder=q[q.i < 6]).data) == n
+    q = adb.QueryBuilder()
+    assert len(lib.read("s", query_builder=q[q.i != 5]).data) == n // 2
+    q = adb.QueryBuilder()
+    assert len(lib.read("s", query_builder=q[q.b == False]).data) == 0  # noqa: E712
+    q = adb.QueryBuilder()
+    assert len(lib.read("s", query_builder=q[q.i.isnull()]).data) == n // 2
+    q = adb.QueryBuilder()
+    got = lib.read("s", query_builder=q.apply("y", q.i * 2)[q.x < 2]).data
+    assert got["y"].dtype == "int64" and got["y"].tolist() == [0, 0]
+    assert got["i"].dtype == "int64" and got["i"].tolist() == [0, 0]
+    q = adb.QueryBuilder()
+    sums = lib.read("s", query_builder=q.resample("1h").agg({"i": "sum", "b": "count"})).data
+    assert sums["i"].sum() == 5 * n and sums["b"].sum() == n
+
+
 def _quotes(first_hour: int, s: list) -> pd.DataFrame:
     return pd.DataFrame({"v": np.arange(len(s), dtype=float), "s": s},
                         index=pd.date_range(pd.Timestamp("2024-01-01") + pd.Timedelta(hours=first_hour),
