@@ -379,7 +379,11 @@ class LazyDataFrameAfterJoin(QueryBuilder):
         >>> item.data["px"].tolist()
         [1.0, 2.0, 3.0]
         """
-        items = [f._read("pandas") for f in self._frames]  # joined as pandas, converted after
+        items = []  # joined as pandas, converted after
+        for f in self._frames:  # in order: a pickled member is refused before later ones are read
+            items.append(f._read("pandas"))
+            if not isinstance(items[-1].data, pd.DataFrame | pd.Series):
+                raise _pickled_join()
         fmt = next((f.read_request.output_format for f in self._frames if f.read_request.output_format), None)
         return join_items(self._lib, items, self._join, self.clauses, fmt)
 
@@ -510,6 +514,11 @@ def _joined_range(frames: list[pd.DataFrame], n: int) -> pd.RangeIndex:
     return pd.RangeIndex(start, start + n * step, step, name=names.pop() if len(names) == 1 else None)
 
 
+def _pickled_join() -> SchemaException:
+    return SchemaException("E_DESCRIPTOR_MISMATCH Cannot perform multi-symbol join on pickled data: only "
+                           "DataFrames and Series can be joined")
+
+
 def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequence[tuple[str, Any]],
                output_format: Any = None) -> VersionedItemWithJoin:
     """Join the pandas results ``items`` row-wise, run ``clauses`` on the joined rows and convert
@@ -531,7 +540,7 @@ def join_items(lib: Reader, items: list[VersionedItem], join: str, clauses: Sequ
     else:
         frames = [it.data for it in items]
     if not all(isinstance(f, pd.DataFrame) for f in frames):
-        raise SchemaException("E_DESCRIPTOR_MISMATCH only DataFrames and Series can be joined")
+        raise _pickled_join()
     frames = _common_time_zones(frames)
     kinds = {_index_kind(f.index) for f in frames}
     if len(kinds) > 1:

@@ -150,3 +150,13 @@ def test_joins_of_different_time_zones_become_naive_utc_as_in_arcticdb() -> None
     coll = adb.LazyDataFrameCollection(lib.read_batch(["ny", "ny2"], lazy=True).split())
     coll["w"] = coll["v"] * 2
     assert [item.data["w"].tolist() for item in coll.collect()] == [[2, 4], [8]]
+
+
+def test_a_join_refuses_a_pickled_member_before_reading_the_ones_after_it() -> None:
+    lib = adb.Arctic("mem://").create_library("pickled")
+    lib.write("frame", pd.DataFrame({"v": [1]}, index=pd.date_range("2024", periods=1)))
+    lib.write_pickle("obj", {"not": "a frame"})
+    with pytest.raises(SchemaException, match="pickled"):  # the missing symbol after it is not read
+        adb.concat(lib.read_batch(["frame", "obj", "missing"], lazy=True)).collect()
+    with pytest.raises(NoSuchVersionException):
+        adb.concat(lib.read_batch(["missing", "obj"], lazy=True)).collect()
