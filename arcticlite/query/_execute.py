@@ -485,6 +485,7 @@ def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, An
             pending = None
     if plan.output_columns is not None:
         keep = set(st.meta.user_to_stored(list(plan.output_columns))) | set(st.meta.index_columns)
+        keep |= {st.resolve(c) for c in plan.output_columns} - {None}  # columns a projection made
         keep |= {nan_rows_name(n) for n in keep}  # NaN-rows companions follow their columns
         st.table = st.table.select([n for n in st.table.column_names if n in keep])
     markers = [n for n in st.table.column_names if is_absent_name(n)]

@@ -187,6 +187,15 @@ def _ts_array(a: ArrowData) -> ArrowData:
     return a.cast(pa.int64())
 
 
+def _as_ns(v: Val) -> Val:
+    """``v`` as int64 nanoseconds if it is a timestamp (a column's NaT missing), else ``v``."""
+    if v.kind == "column" and category(v.data.type) == "ts":
+        return Val("column", _ts_array(v.data), v.text, v.absent)
+    if v.kind == "scalar" and scalar_category(v.data) == "ts":
+        return Val("scalar", ts_ns(v.data), v.text)
+    return v
+
+
 def _num_dtype(v: Val) -> np.dtype[Any]:
     t = v.data.type if v.kind == "column" else scalar_type(v.data)
     return np.dtype(t.to_pandas_dtype())
@@ -354,6 +363,9 @@ class Evaluator:
     def _compare(self, op: str, a: Val, b: Val) -> Val:
         ca, cb = self._operand_cat(a), self._operand_cat(b)
         text = f"{a.text} {_CMP_NAME[op]} {b.text}"
+        if {ca, cb} == {"ts", "num"} and "bitset" not in (a.kind, b.kind):
+            # as ArcticDB: a timestamp against a number is its int64 nanoseconds (NaT missing)
+            a, b, ca, cb = _as_ns(a), _as_ns(b), "num", "num"
         if "null" in (ca, cb):  # a column without values: nothing equals, everything differs
             return Val("bitset", _present(self._const(op == "!="), a, b), text)
         if op in ("==", "!=") and ((ca == "str" and a.kind == "column" and _raw_bytes(b))
@@ -439,8 +451,9 @@ class Evaluator:
         dt = _num_dtype(a)
         data = a.data
         if (op == "neg" and dt.kind == "u") or (dt.kind == "i" and dt.itemsize < 8):
-            # into the next wider signed type (as ArcticDB): -int8(-128) is 128, not -128 again
-            data = data.cast(pa.from_numpy_dtype(np.dtype(f"int{min(64, dt.itemsize * 16)}")))
+            # into the next wider signed type (as ArcticDB): -int8(-128) is 128, not -128 again;
+            # a uint64 beyond int64 wraps as ArcticDB's (two's complement)
+            data = data.cast(pa.from_numpy_dtype(np.dtype(f"int{min(64, dt.itemsize * 16)}")), safe=False)
         return Val("column", pc.abs(data) if op == "abs" else pc.negate(data), f"{name}({a.text})", a.absent)
 
     def _isin(self, op: str, a: Val, values: tuple[Any, ...]) -> Val:
@@ -465,6 +478,10 @@ class Evaluator:
             cats = {"str" if isinstance(v, bytes) else scalar_category(v) for v in values}
         else:
             cats = {scalar_category(v) for v in values}
+        if cat in ("num", "ts") and len(cats | {cat}) > 1 and cats <= {"num", "ts"}:
+            # as ArcticDB: timestamps among numbers are their int64 nanoseconds
+            values = tuple(ts_ns(v) if scalar_category(v) == "ts" else v for v in values)
+            a, cat, cats = _as_ns(a), "num", {"num"}
         if cat != "null" and cats - {cat}:
             kinds = ", ".join(sorted(cats - {cat}))
             raise UserInputException(
@@ -507,17 +524,15 @@ class Evaluator:
                 f"E_INVALID_USER_ARGUMENT Invalid ternary operands {a.text} ({_td(a)}) and {b.text} ({_td(b)})"
             )
         if ca == "num":
+            # as ArcticDB: floats against floats keep the columns' width (a float value takes
+            # it), a float against an integer is float64, integers promote as numpy promotes
+            # (a value as its smallest type: 0 is uint8, so int8 and 0 make int16)
             da, db = _num_dtype(a), _num_dtype(b)
-            if da.kind == "f" or db.kind == "f":
+            if da.kind == db.kind == "f":
+                widths = [d.itemsize for d, v in ((da, a), (db, b)) if v.kind == "column"]
+                dt = pa.float32() if widths and max(widths) == 4 else pa.float64()
+            elif da.kind == "f" or db.kind == "f":
                 dt = pa.float64()
-            elif a.kind == "scalar":
-                dt = pa.from_numpy_dtype(db if b.kind == "column" else np.promote_types(da, db))
-                if not _scalar_fits(a.data, dt):
-                    dt = pa.from_numpy_dtype(np.promote_types(da, db))
-            elif b.kind == "scalar":
-                dt = pa.from_numpy_dtype(da)
-                if not _scalar_fits(b.data, dt):
-                    dt = pa.from_numpy_dtype(np.promote_types(da, db))
             else:
                 dt = pa.from_numpy_dtype(np.promote_types(da, db))
         elif ca == "str":
@@ -539,14 +554,6 @@ class Evaluator:
             absent = pc.if_else(cond, a.absent if a.absent is not None else no,
                                 b.absent if b.absent is not None else no)
         return Val("column", out, text, absent)
-
-
-def _scalar_fits(v: Any, t: pa.DataType) -> bool:
-    try:
-        pa.scalar(v, type=t)
-    except (pa.ArrowInvalid, OverflowError, TypeError):
-        return False
-    return True
 
 
 def _py_scalar(v: Any) -> Any:

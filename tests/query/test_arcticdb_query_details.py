@@ -250,3 +250,62 @@ def test_concat_of_series_numbers_from_the_first(lib: adb.Library) -> None:
     lib.write("b", _frame(pd.RangeIndex(7, 9))["x"])
     got = adb.concat([lib.read("a", lazy=True), lib.read("b", lazy=True)]).collect().data
     pd.testing.assert_series_equal(got, pd.Series([0, 1, 0, 1], index=pd.RangeIndex(3, 7), name="x"))
+
+
+# -- values of mixed kinds -------------------------------------------------------------------------
+
+def _times(lib: adb.Library) -> pd.Timestamp:
+    ts = pd.Timestamp("2024-01-02")
+    lib.write("t", pd.DataFrame({"i": np.array([1, 2, ts.value], np.int64), "f": [1.0, np.nan, 2.0],
+                                 "t": pd.to_datetime(["2024-01-01", "2024-01-02", None]),
+                                 "u": np.array([4, 2**63 + 5, 0], np.uint64)},
+                                index=pd.date_range("2024-01-01", periods=3, freq="h")))
+    return ts
+
+
+def test_a_timestamp_against_a_number_is_its_nanoseconds(lib: adb.Library) -> None:
+    ts = _times(lib)
+
+    def rows(build) -> list[int]:
+        q = adb.QueryBuilder()
+        return [int(h) for h in lib.read("t", query_builder=q[build(q)]).data.index.hour]
+
+    assert rows(lambda q: q["i"] == ts) == [2]
+    assert rows(lambda q: q["t"] == ts.value) == [1]
+    assert rows(lambda q: q["t"] != 5) == [0, 1, 2]  # NaT is missing: not equal to anything
+    assert rows(lambda q: q["t"] < 5) == []
+    assert rows(lambda q: ts > q["i"]) == [0, 1]
+    assert rows(lambda q: q["i"].isin([ts, 1])) == [0, 2]
+    assert rows(lambda q: q["t"].isin([ts.value, 5])) == [1]
+
+
+def test_negating_a_uint64_column_wraps_into_int64(lib: adb.Library) -> None:
+    _times(lib)
+    q = adb.QueryBuilder()
+    got = lib.read("t", query_builder=q.apply("n", -q["u"])).data["n"]
+    assert got.dtype == np.int64 and got.tolist() == [-4, 2**63 - 5, 0]
+
+
+def test_a_projection_named_in_columns_is_returned(lib: adb.Library) -> None:
+    _times(lib)
+    q = adb.QueryBuilder()
+    got = lib.read("t", columns=["n"], query_builder=q.apply("n", q["i"] * 2)).data
+    assert list(got.columns) == ["n"] and got["n"].tolist()[:2] == [2, 4]
+    q = adb.QueryBuilder()
+    assert list(lib.read("t", columns=["f", "n"], query_builder=q.apply("n", q["i"] * 2)).data.columns) == ["f", "n"]
+
+
+@pytest.mark.parametrize(("left", "right", "dtype"), [
+    ("g", "g", "float32"), ("g", 0.1, "float32"), (1.5, "g", "float32"), ("g", 3, "float64"), ("g", "k", "float64"),
+    ("k", 0, "int16"), ("k", -1, "int8"), ("k", 300, "int32"), ("i", 2**40, "float64"), ("k", 1.5, "float64"),
+])
+def test_where_gives_arcticdbs_result_type(lib: adb.Library, left, right, dtype: str) -> None:
+    lib.write("w", pd.DataFrame({"g": np.array([0.5, np.nan, 2], np.float32), "k": np.array([-1, 2, 3], np.int8),
+                                 "i": [1, 2, 3], "c": [1, -1, 1]}))
+    q = adb.QueryBuilder()
+
+    def side(x):
+        return q[x] if isinstance(x, str) else x
+
+    got = lib.read("w", query_builder=q.apply("n", adb.where(q["c"] > 0, side(left), side(right)))).data["n"]
+    assert str(got.dtype) == dtype
