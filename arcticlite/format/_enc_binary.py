@@ -26,6 +26,7 @@ from arcticlite.format._enc_select import (
     encode_plain,
     encode_recipe,
     recipe_of,
+    uniform_for,
 )
 from arcticlite.format._enc_spec import (
     BINARY_DICT,
@@ -116,8 +117,10 @@ def encode_binary(offsets: np.ndarray, data: bytes | memoryview | np.ndarray) ->
             d_data = d_data[int(d_off[0]) : int(d_off[-1])]
             dblob = _encode_plain(np.diff(d_off), d_data, MODE_BITPACK)
             codes = enc.indices.to_numpy().astype(CODE_DTYPE)
-            for mode in (MODE_BITPACK, MODE_NARROW, MODE_SPLIT):
-                cblob = encode_candidates(codes, 1, mode | NO_DICT)[0]
+            # codes drawn evenly from the dictionary pack to their width, whatever the search
+            uniform = uniform_for(codes) if len(codes) >= 1024 else None
+            for cblob in [uniform] if uniform is not None else (
+                    encode_candidates(codes, 1, mode | NO_DICT)[0] for mode in (MODE_BITPACK, MODE_NARROW, MODE_SPLIT)):
                 variants.append(
                     NESTED_HDR.pack(BINARY_DICT, len(dictionary), len(dblob)) + dblob + cblob
                 )

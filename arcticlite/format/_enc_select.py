@@ -62,6 +62,7 @@ __all__ = [
     "is_constant",
     "rank_schemes",
     "recipe_of",
+    "uniform_for",
 ]
 
 MAX_DEPTH = 3
@@ -607,6 +608,41 @@ SCHEME_OF_ID = {
     DICT: "dict",
     DECIMAL: "decimal",
 }
+
+
+#: Values :func:`uniform_for` judges a page on.
+UNIFORM_SAMPLE = 1024
+
+
+def uniform_for(xi: np.ndarray) -> bytes | None:
+    """The page of integers ``xi`` as frame of reference and bit-packing when its values look
+    independent and spread evenly over their range (random ids, sizes, codes, 0/1 flags drawn
+    at random), else None. Such values hold about as many bits of information each as the
+    range is wide, so no cascade or codec beats the packed width, and the full search ends
+    with this blob: its tests are that a strided sample covers most of the range's values, no
+    value much more often than chance allows (not skewed: a dictionary or a codec could win),
+    consecutive values differ about as often as independent ones (no runs), and the
+    differences of neighbours are not narrower than the values (not sorted or smooth: deltas
+    could win)."""
+    n = len(xi)
+    lo, hi = int(xi.min()), int(xi.max())
+    width = (hi - lo).bit_length()
+    if not 0 < width <= 62:
+        return None
+    sample = xi[:: max(1, n // UNIFORM_SAMPLE)]
+    _, counts = np.unique(sample, return_counts=True)
+    k = min(len(sample), hi - lo + 1)  # values the sample could hold
+    mean = len(sample) / k
+    if len(counts) < 0.9 * k or int(counts.max()) > mean + 4 * mean ** 0.5 + 2:
+        return None
+    mid = xi[max(0, n // 2 - UNIFORM_SAMPLE // 2): n // 2 + UNIFORM_SAMPLE // 2]
+    changes = int(np.count_nonzero(mid[1:] != mid[:-1])) / max(1, len(mid) - 1)
+    if changes < 0.9 * (1 - 1 / k):
+        return None
+    steps = np.diff(mid.astype(np.int64))
+    if (int(steps.max()) - int(steps.min())).bit_length() < width:
+        return None
+    return encode_scheme(xi, "for", 0, MODE_BITPACK, None)
 
 
 def encode_scheme(

@@ -117,6 +117,7 @@ from arcticlite.format._enc_select import (
     encode_scheme,
     is_constant,
     recipe_of,
+    uniform_for,
 )
 from arcticlite.format._enc_spec import (
     BINARY_DICT,
@@ -265,6 +266,12 @@ def encode_fixed(values: np.ndarray, *, allow_compression: bool = True, gate: bo
             again = worse and len(entry) > 8 and entry[8]
             memo[key] = (scheme, mode, codec, level, 0 if again else left - 1, *entry[5:8], worse)
             return blob
+    if floats is None and n >= GATE_MIN and (packed := uniform_for(xi)) is not None:
+        # integers spread evenly over their range: frame of reference and bit-packing is what
+        # the search finds, without the search (~0.2 ms instead of 1-5 ms a page)
+        if memo is not None:
+            _remember(memo, key, entry, packed, MODE_BITPACK, None, 0, recipe_of(packed), len(packed) / n)
+        return packed
     if memo is not None and n >= 4 * SEARCH_SAMPLE:
         # a stream's search in a bulk write: choose on a contiguous chunk from the middle, then
         # encode the whole page once with that recipe (the choice is checked on later pages:

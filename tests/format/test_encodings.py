@@ -592,3 +592,37 @@ def test_arithmetic_sequences_are_deltas_over_a_constant(dtype: np.dtype) -> Non
     x = (np.arange(1_000) % 100).astype(dtype)
     x[500] += 1  # one step off: not a sequence, and still exact
     np.testing.assert_array_equal(decode_fixed(encode_fixed(x), x.dtype, len(x)), x)
+
+
+_RNG = np.random.default_rng(11)
+_N = 20_000
+
+
+@pytest.mark.parametrize("values", [
+    _RNG.integers(0, 10**6, _N), _RNG.integers(-100, 100, _N), (_RNG.random(_N) < 0.5).astype(np.uint8),
+    _RNG.integers(0, 8, _N), _RNG.integers(0, 60_000, _N).astype(np.int32), _RNG.integers(0, 2**40, _N),
+], ids=["ids", "small-signed", "flags", "3-bit", "int32", "40-bit"])
+def test_evenly_spread_integers_skip_the_search_for_the_same_blob(values: np.ndarray) -> None:
+    from arcticlite.format._enc_select import uniform_for
+    from arcticlite.format._enc_wrap import choose_codec_blob
+
+    searched = choose_codec_blob([b for b, _ in enc._variants(values, None)])[3]
+    fast = uniform_for(values)
+    assert fast is not None and len(fast) == len(searched)
+    np.testing.assert_array_equal(enc.decode_fixed(fast, values.dtype, len(values)), values)
+    assert enc.encode_fixed(values) == fast
+
+
+@pytest.mark.parametrize("values", [
+    (_RNG.random(_N) < 0.05).astype(np.uint8),  # skewed: a codec or runs may win
+    np.maximum(1, _RNG.lognormal(1, 1, _N).astype(np.int64)) * 100,  # few values, a dictionary
+    np.sort(_RNG.integers(0, 10**9, _N)),  # sorted: deltas
+    10_000 + np.cumsum(_RNG.integers(-1, 2, _N)),  # a walk: deltas
+    np.repeat(_RNG.integers(0, 50, _N // 100), 100),  # runs
+    _RNG.choice([3, 1000, 77777, 123456789], _N),  # four values spread wide
+    _RNG.normal(0, 1000, _N).astype(np.int64),  # bell-shaped
+], ids=["skewed-flags", "sizes", "sorted", "walk", "runs", "four-values", "normal"])
+def test_integers_with_structure_are_searched(values: np.ndarray) -> None:
+    from arcticlite.format._enc_select import uniform_for
+
+    assert uniform_for(values) is None
