@@ -68,6 +68,8 @@ def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str
         data = data.cast(pa.int64())
     if cat == "ts" and op == "mean":
         data = data.cast(pa.int64())
+    if op == "mean" and pa.types.is_uint64(data.type):  # Arrow's sum of it wraps: as doubles (ArcticDB)
+        data = data.cast(pa.float64(), safe=False)
     if cat == "bool" and op in ("sum", "mean"):
         data = data.cast(pa.uint64() if op == "sum" else pa.float64())
     return data

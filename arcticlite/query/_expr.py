@@ -161,13 +161,14 @@ def scalar_type(v: Any) -> pa.DataType:
 
 
 def _wide(v: Any, other: Val) -> Any:
-    """A scalar int as Arrow compares it with the column ``other``: one above int64 against a
-    uint64 column as a uint64 (exactly); otherwise an int beyond int64 as a float (every
-    64-bit value is on one side of it)."""
-    if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
+    """A scalar int as Arrow compares it with the column ``other``: against a uint64 column a
+    non-negative one as a uint64 (exactly; as an int64 scalar it would cast the column);
+    otherwise an int beyond int64 as a float (every 64-bit value is on one side of it)."""
+    if isinstance(v, int) and not isinstance(v, bool):
         if 0 <= v < 2**64 and other.kind == "column" and pa.types.is_uint64(other.data.type):
-            return pa.scalar(v, pa.uint64())
-        return float(v)
+            return pa.scalar(v, pa.uint64())  # (as Arrow's int64 it would cast the column)
+        if not -(2**63) <= v < 2**63:
+            return float(v)
     return v
 
 

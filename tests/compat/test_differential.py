@@ -458,6 +458,50 @@ def replay(
     return []
 
 
+def replay_engines(
+    seed: int,
+    lib_adb: Any,
+    lib_lite: Any,
+    ops: list[Op],
+    run: Any,
+    label: str = "",
+    adjust: Any = None,
+) -> list[str]:
+    """Replay ``ops`` with ``run(lib, module, op)`` on ArcticDB's library, then arcticlite's, one
+    operation at a time; the report of the first divergence, or []. ``adjust(op, expected,
+    actual)`` (optional) returns the outcome to compare as arcticlite's, or None to skip the
+    operation (a documented difference)."""
+    import arcticdb
+
+    import arcticlite
+
+    for i, op in enumerate(ops):
+        expected = run(lib_adb, arcticdb, op)
+        actual = run(lib_lite, arcticlite, op)
+        if adjust is not None:
+            actual = adjust(op, expected, actual)
+            if actual is None:
+                continue
+        why = compare(op, expected, actual)
+        if why is not None:
+            return report_divergence(f"seed {seed}{label}", ops[: i + 1], why, expected, actual)
+    return []
+
+
+def check_seed(engines: Any, test: str, seed: int, ops: list[Op], run: Any, *, dynamic: bool = False,
+               kind: str | None = None, adjust: Any = None) -> None:
+    """Replay ``ops`` (:func:`replay_engines`) on a fresh pair of libraries and fail the test
+    ``test`` (also its module's name) with the report of the first divergence."""
+    from tests.compat.conftest import paired_libraries
+
+    where = f" on {engines.backend}" + (f", dynamic_schema={dynamic}, {kind} index" if kind else "")
+    label = f"{where} (rerun: pytest 'tests/compat/{test}.py::{test}[{engines.backend}-seed_{seed}]')"
+    with paired_libraries(engines, f"{test}_{seed}", dynamic_schema=dynamic) as libs:
+        divergence = replay_engines(seed, *libs, ops, run, label, adjust)
+    if divergence:
+        pytest.fail("\n".join(divergence), pytrace=False)
+
+
 def report_divergence(
     where: str, ops: list[Op], why: str, expected: Raised | Returned, actual: Raised | Returned
 ) -> list[str]:

@@ -37,8 +37,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.compat.conftest import paired_libraries
-from tests.compat.test_differential import Op, Raised, Returned, compare, report_divergence
+from tests.compat.test_differential import Op, Raised, Returned, check_seed
 
 N_SEEDS = int(os.environ.get("ARCTICLITE_DIFF_READ_SEEDS", "60"))
 N_OPS = 40
@@ -307,20 +306,6 @@ def run_op(lib: Any, mod: Any, op: Op) -> Raised | Returned:
         return Raised(exc)
 
 
-def replay(seed: int, lib_adb: Any, lib_lite: Any, ops: list[Op], label: str = "") -> list[str]:
-    import arcticdb
-
-    import arcticlite
-
-    for i, op in enumerate(ops):
-        expected = run_op(lib_adb, arcticdb, op)
-        actual = run_op(lib_lite, arcticlite, op)
-        why = compare(op, expected, actual)
-        if why is not None:
-            return report_divergence(f"seed {seed}{label}", ops[: i + 1], why, expected, actual)
-    return []
-
-
 def test_generator_is_deterministic() -> None:
     assert generate(7) == generate(7)
     assert generate(7) != generate(8)
@@ -330,9 +315,4 @@ def test_generator_is_deterministic() -> None:
 def test_differential_reads(seed: int, engines: Any) -> None:
     pytest.importorskip("arcticdb")
     dynamic, kind, ops = generate(seed)
-    with paired_libraries(engines, f"reads_{seed}", dynamic_schema=dynamic) as libs:
-        label = (f" on {engines.backend}, dynamic_schema={dynamic}, {kind} index (rerun: pytest "
-                 f"'tests/compat/test_differential_reads.py::test_differential_reads[{engines.backend}-seed_{seed}]')")
-        divergence = replay(seed, *libs, ops, label=label)
-        if divergence:
-            pytest.fail("\n".join(divergence), pytrace=False)
+    check_seed(engines, "test_differential_reads", seed, ops, run_op, dynamic=dynamic, kind=kind)

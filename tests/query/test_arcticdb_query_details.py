@@ -309,3 +309,15 @@ def test_where_gives_arcticdbs_result_type(lib: adb.Library, left, right, dtype:
 
     got = lib.read("w", query_builder=q.apply("n", adb.where(q["c"] > 0, side(left), side(right)))).data["n"]
     assert str(got.dtype) == dtype
+
+
+def test_uint64_columns_beyond_int64_compare_with_timestamps_and_average_as_doubles(lib: adb.Library) -> None:
+    ts = _times(lib)  # u: 4, 2**63 + 5, 0
+    lib.write("v", pd.DataFrame({"u": np.array([2**63 + 5, ts.value, 2**64 - 1, 7], np.uint64), "k": [1, 2, 3, 3]}))
+    q = adb.QueryBuilder()
+    assert lib.read("v", query_builder=q[q["u"] == ts]).data["u"].tolist() == [ts.value]
+    q = adb.QueryBuilder()
+    assert lib.read("v", query_builder=q[q["u"] < ts]).data["u"].tolist() == [7]
+    q = adb.QueryBuilder()
+    means = lib.read("v", query_builder=q.groupby("k").agg({"u": "mean"})).data.sort_index()["u"]
+    assert means.loc[3] == pytest.approx((2**64 - 1 + 7) / 2)  # not wrapped around 2**64
