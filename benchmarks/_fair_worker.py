@@ -191,6 +191,26 @@ def op_write_batch(spec: dict[str, Any]) -> dict[str, Any]:
     return {"metrics": {"seconds": seconds}}
 
 
+def op_write_each(spec: dict[str, Any]) -> dict[str, Any]:
+    """``count`` writes of one symbol each (the same frame under each name), one after another."""
+    lib = _library(spec, create=True)
+    df = build_frame(spec["shape"], _load(spec["parts"]))
+    syms = _batch_symbols(spec)
+    if spec["warmup"]:
+        lib.write("warm", df.iloc[:10])
+    _sync()
+
+    def each() -> None:
+        for sym in syms:
+            lib.write(sym, df)
+
+    seconds, _ = _timed(each)
+    if spec["check"]:
+        for sym in syms[:: max(1, spec["count"] // 5)]:
+            _check(lib.read(sym).data, df, "write then read")
+    return {"metrics": {"seconds": seconds}}
+
+
 def op_read_batch(spec: dict[str, Any]) -> dict[str, Any]:
     """One ``read_batch`` of ``count`` symbols."""
     lib = _library(spec)
@@ -272,6 +292,7 @@ OPS = {
     "select": op_select,
     "append": op_append,
     "write_batch": op_write_batch,
+    "write_each": op_write_each,
     "read_batch": op_read_batch,
     "as_of": op_as_of,
     "list": op_list,

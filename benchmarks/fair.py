@@ -261,9 +261,9 @@ class Driver:
     def spec_for(self, s: Scenario, engine: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """(spec, a store to drop after the run or None)."""
         spec = {**self.base_spec(s, engine), "op": s.op}
-        if s.op in ("write", "append", "write_batch"):
+        if s.op in ("write", "append", "write_batch", "write_each"):
             store = self.stores.new(s.backend, engine, s.op)
-            if s.op == "write_batch":
+            if s.op in ("write_batch", "write_each"):
                 spec["count"] = self.sizes["batch_symbols"]
             if s.op == "append":
                 spec.update(count=self.sizes["appends"],

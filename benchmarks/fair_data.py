@@ -174,7 +174,7 @@ class Scenario:
 
     name: str
     op: str  # write | read | date_range | append | as_of | list_first | list | select
-    #        | write_batch | read_batch
+    #        | write_batch | write_each | read_batch
     label: str
     backend: str = "lmdb"
     dataset: Dataset | None = None
@@ -225,6 +225,9 @@ def scenarios(sizes: dict[str, int]) -> list[Scenario]:
                  unit="ms"),
         Scenario("batch_write", "write_batch",
                  f"write_batch {n('batch_symbols')} symbols x {n('batch_rows')} rows x 5",
+                 dataset=ds["batch"], unit="ms"),
+        Scenario("writes", "write_each",
+                 f"write {n('batch_symbols')} symbols x {n('batch_rows')} rows x 5, one write each",
                  dataset=ds["batch"], unit="ms"),
         Scenario("batch_read", "read_batch",
                  f"read_batch {n('batch_symbols')} symbols x {n('batch_rows')} rows x 5",
