@@ -772,7 +772,7 @@ class RuntimeOptions:
         >>> opts = adb.RuntimeOptions()
         >>> opts.set_output_format(adb.OutputFormat.POLARS)
         >>> opts.output_format
-        <OutputFormat.POLARS: 'polars'>
+        <OutputFormat.POLARS: 'POLARS'>
         """
         self.output_format = output_format
 

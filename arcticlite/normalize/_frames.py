@@ -71,7 +71,7 @@ _INDEX_RANGE = (
 )
 
 
-class OutputFormat(enum.StrEnum):
+class OutputFormat(str, enum.Enum):  # noqa: UP042 - as ArcticDB: str() of a member is "OutputFormat.PYARROW"
     """What :func:`denormalize` (and ``Library.read``) returns.
 
     Strings are accepted case-insensitively: ``OutputFormat("PyArrow") is OutputFormat.PYARROW``.
@@ -87,21 +87,18 @@ class OutputFormat(enum.StrEnum):
     True
     """
 
-    PANDAS = "pandas"
-    PYARROW = "pyarrow"
-    POLARS = "polars"
+    PANDAS = "PANDAS"
+    PYARROW = "PYARROW"
+    POLARS = "POLARS"
 
     @classmethod
     def _missing_(cls, value: object) -> OutputFormat | None:
         if isinstance(value, str):
-            low = value.lower()
+            up = value.upper()
             for member in cls:
-                if member.value == low:
+                if member.value == up:
                     return member
         return None
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # ---------------------------------------------------------------------------------- names
@@ -654,8 +651,8 @@ def with_string_format(table: pa.Table, default: str = "UNSPECIFIED",
     (categorical) columns as they are, and with ``keep_written`` (data written as Arrow or
     polars) every string column keeps the type it was written with."""
     for i, field in enumerate(table.schema):
-        if not _is_text(field.type):
-            continue
+        if not (_is_text(field.type) or (pa.types.is_null(field.type) and not keep_written)):
+            continue  # (a pandas column of no values is a string column without strings)
         fmt = (per_column or {}).get(field.name, default)
         if fmt == "UNSPECIFIED" and (keep_written or pa.types.is_dictionary(field.type)):
             continue
@@ -671,7 +668,21 @@ def with_string_format(table: pa.Table, default: str = "UNSPECIFIED",
     return table
 
 
-def _to_polars(table: pa.Table) -> Any:
+def _sorted_index(table: pa.Table, meta: NormMeta) -> str | None:
+    """The name of ``table``'s leading index column (a MultiIndex's first level) when it holds
+    timestamps in ascending order without NaT (polars output flags it sorted, as ArcticDB
+    does), else None."""
+    if meta.kind in ("arrow", "polars") or meta.index_kind == "range" or not meta.index_columns \
+            or not table.num_columns or not pa.types.is_timestamp(table.schema.field(0).type):
+        return None
+    col = table.column(0)
+    if col.null_count:
+        return None
+    ns = col.cast(pa.int64()).to_numpy()
+    return table.column_names[0] if bool(np.all(ns[1:] >= ns[:-1])) else None
+
+
+def _to_polars(table: pa.Table, sorted_column: str | None = None) -> Any:
     try:
         import polars as pl
     except ImportError as exc:
@@ -684,7 +695,10 @@ def _to_polars(table: pa.Table) -> Any:
             pa.types.is_string(typ.value_type) or pa.types.is_large_string(typ.value_type)
         ):  # polars only has string categoricals
             table = table.set_column(i, field.name, table.column(i).cast(typ.value_type))
-    return pl.from_arrow(table)
+    out = pl.from_arrow(table)
+    if sorted_column is not None and isinstance(out, pl.DataFrame):
+        out = out.with_columns(pl.col(sorted_column).set_sorted())
+    return out
 
 
 def index_from_table(table: pa.Table, meta: NormMeta, nrows: int) -> pd.Index:
@@ -834,8 +848,9 @@ def denormalize(
         pandas_md = _pandas_metadata(table, meta)
         return out if pandas_md is None else out.replace_schema_metadata({b"pandas": pandas_md})
     if fmt is OutputFormat.POLARS:
-        return _to_polars(with_string_format(_to_arrow(table, meta, unique=True), string_format, string_formats,
-                                             keep_written=meta.kind in ("arrow", "polars")))
+        arrow = with_string_format(_to_arrow(table, meta, unique=True), string_format, string_formats,
+                                   keep_written=meta.kind in ("arrow", "polars"))
+        return _to_polars(arrow, _sorted_index(arrow, meta))
     del row_offset  # reserved; see docstring
     nrows = table.num_rows
     _, data_names = _split(table, meta)

@@ -491,7 +491,7 @@ def test_series_with_column_dropped_and_unknown_column():
 def test_output_format_enum_case_insensitive():
     assert OutputFormat("PyArrow") is OutputFormat.PYARROW
     assert OutputFormat("POLARS") is OutputFormat.POLARS
-    assert OutputFormat.PANDAS == "pandas"
+    assert OutputFormat.PANDAS == "PANDAS"  # as ArcticDB's values
     with pytest.raises(ValueError):
         OutputFormat("csv")
 

@@ -58,3 +58,20 @@ def test_unknown_format_is_refused_naming_it(lib: adb.Library) -> None:
         lib.read("s", arrow_string_format_default=pa.string_view())
     with pytest.raises(ValueError, match="Unknown ArrowOutputStringFormat"):
         adb.Arctic("mem://", arrow_string_format_default="utf-9")
+
+
+@pytest.mark.parametrize("values", [[None, None], []], ids=["all-None", "no-rows"])
+def test_a_string_column_of_no_strings_is_still_a_string_column_in_arrow(lib: adb.Library, values: list) -> None:
+    idx = pd.date_range("2024", periods=len(values)) if values else pd.DatetimeIndex([])
+    lib.write("n", pd.DataFrame({"s": pd.Series(values, dtype=object)}, index=idx))
+    assert lib.read("n", output_format="pyarrow").data.schema.field("s").type == pa.large_string()
+    got = lib.read("n", output_format="pyarrow", arrow_string_format_default=F.CATEGORICAL).data
+    assert pa.types.is_dictionary(got.schema.field("s").type)
+
+
+def test_polars_output_flags_a_timestamp_index_sorted(lib: adb.Library) -> None:
+    pl = pytest.importorskip("polars")
+    lib.write("p", pd.DataFrame({"a": [1, 2, 3]}, index=pd.date_range("2024", periods=3, tz="US/Eastern")))
+    out = lib.read("p", output_format="polars").data
+    assert isinstance(out, pl.DataFrame) and out[out.columns[0]].flags["SORTED_ASC"]
+    assert not out["a"].flags["SORTED_ASC"]
