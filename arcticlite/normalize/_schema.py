@@ -66,6 +66,11 @@ def _check_index(old: NormMeta, new: NormMeta, stored_rows: int | None) -> None:
                 f"at {new.range_start} but the stored RangeIndex stops at {expected}; "
                 f"use pd.RangeIndex({expected}, ...) or reset_index"
             )
+    if ok == "multi" and list(old.index_names) != list(new.index_names):
+        raise NormalizationException(
+            f"E_INCOMPATIBLE_INDEX The MultiIndex level names differ: stored {list(old.index_names)}, new "
+            f"{list(new.index_names)}; an append or update needs the same names, even under dynamic schema"
+        )
     if list(old.index_names) != list(new.index_names) and ok != "none" and nk != "none":
         raise StreamDescriptorMismatch(
             f"The index names differ: stored {list(old.index_names)}, new {list(new.index_names)}; "

@@ -432,3 +432,20 @@ def test_dynamic_schema_appends_check_the_order_before_the_types(tmp_path) -> No
         with pytest.raises(expected):
             lib.append("s", both_wrong)
         assert len(lib.list_versions("s")) == 1
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("op", ["append", "update"])
+def test_multiindex_level_names_must_match_as_in_arcticdb(dynamic: bool, op: str) -> None:
+    import arcticlite as adb
+    from arcticlite.exceptions import NormalizationException
+
+    def frame(names: list, start: int) -> pd.DataFrame:
+        levels = [pd.date_range("2024", periods=2) + pd.Timedelta(days=start), [1, 2]]
+        return pd.DataFrame({"v": [1.0, 2.0]}, index=pd.MultiIndex.from_arrays(levels, names=names))
+
+    lib = adb.Arctic("mem://").create_library("mi", adb.LibraryOptions(dynamic_schema=dynamic))
+    lib.write("s", frame(["t", "k"], 0))
+    with pytest.raises(NormalizationException, match="level names"):
+        getattr(lib, op)("s", frame(["t", "j"], 5 if op == "append" else 1))
+    assert len(lib.list_versions("s")) == 1
