@@ -607,16 +607,16 @@ def _decode_with(reader: fermion.FermionReader, job: _Job, *, dynamic: bool, ind
     if dynamic:  # segments hold the columns that existed when they were written
         present = set(reader.column_names)
         cols = [c for c in cols if c in present]
-    if not job.text:
-        out = _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
-        if dynamic and out is not RULED_OUT and (md := reader.metadata) and norm.SPARSE_KEY in md \
-                and out.schema.metadata != md:  # the segment's sparse columns (a trimmed read drops it)
-            out = out.replace_schema_metadata(md)
-        return out
-    metadata = reader.metadata  # lists the NaN-rows companions (normalize's _nanrows)
-    cols = cols + norm.segment_companions(metadata, job.text)
+    # the segment's schema metadata lists its NaN-rows companions and sparse columns (normalize's
+    # _nanrows); a trimmed or row-selected decode drops it, so it is put back
+    metadata = reader.metadata if job.text or dynamic else None
+    if job.text:
+        cols = cols + norm.segment_companions(metadata, job.text)
     out = _decode_rows(reader, job, cols, index_name=index_name, index_range=index_range, stats=stats)
-    return out if out is RULED_OUT or out.schema.metadata == metadata else out.replace_schema_metadata(metadata)
+    restore = bool(job.text) or (metadata is not None and norm.SPARSE_KEY in metadata)
+    if restore and out is not RULED_OUT and out.schema.metadata != metadata:
+        out = out.replace_schema_metadata(metadata)
+    return out
 
 
 def _coded_type(typ: pa.DataType) -> pa.DataType:

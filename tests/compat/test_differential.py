@@ -458,6 +458,12 @@ def replay(
     return []
 
 
+def built(value: Any, mod: Any) -> Any:
+    """An operation's argument for engine module ``mod``: a frame or query spec (anything with
+    ``build(mod)``) built, anything else as it is."""
+    return value.build(mod) if hasattr(value, "build") else value
+
+
 def replay_engines(
     seed: int,
     lib_adb: Any,

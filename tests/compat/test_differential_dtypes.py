@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.compat.test_differential import Op, Raised, Returned, check_seed
+from tests.compat.test_differential import Op, Raised, Returned, built, check_seed
 from tests.compat.test_differential_batches import _uncategorised
 
 N_SEEDS = int(os.environ.get("ARCTICLITE_DIFF_DTYPE_SEEDS", "40"))
@@ -111,7 +111,7 @@ class Frame:
     seed: int
     cols: tuple[tuple[str, str], ...]
 
-    def build(self) -> pd.DataFrame:
+    def build(self, mod: Any = None) -> pd.DataFrame:  # the same frame for either engine
         r = np.random.default_rng(self.seed)
         if self.kind == "range":
             index: pd.Index = pd.RangeIndex(self.start, self.start + self.rows)
@@ -344,14 +344,6 @@ def generate(seed: int, n_ops: int = N_OPS) -> tuple[bool, str, list[Op]]:
     return dynamic, kind, ops
 
 
-def _build(value: Any, mod: Any) -> Any:
-    if isinstance(value, Frame):
-        return value.build()
-    if isinstance(value, Query):
-        return value.build(mod)
-    return value
-
-
 def _sorted_groups(op: Op, data: Any) -> Any:
     query = dict(op.kwargs).get("query_builder")
     if query is not None and query.kind.startswith("groupby") and isinstance(data, pd.DataFrame):
@@ -375,8 +367,8 @@ def _normalise(op: Op, result: Any) -> Any:
 
 def run_op(lib: Any, mod: Any, op: Op) -> Raised | Returned:
     try:
-        args = [_build(a, mod) for a in op.args]
-        kwargs = {k: _build(v, mod) for k, v in op.kwargs}
+        args = [built(a, mod) for a in op.args]
+        kwargs = {k: built(v, mod) for k, v in op.kwargs}
         return Returned(_normalise(op, getattr(lib, op.name)(*args, **kwargs)))
     except Exception as exc:  # noqa: BLE001 - every error is an outcome to compare
         return Raised(exc)

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.compat.test_differential import Op, Raised, Returned, check_seed
+from tests.compat.test_differential import Op, Raised, Returned, built, check_seed
 
 N_SEEDS = int(os.environ.get("ARCTICLITE_DIFF_READ_SEEDS", "60"))
 N_OPS = 40
@@ -59,7 +59,7 @@ class Frame:
     cols: tuple[str, ...] = ("i", "f", "s", "b")
     series: bool = False
 
-    def build(self) -> pd.DataFrame | pd.Series:
+    def build(self, mod: Any = None) -> pd.DataFrame | pd.Series:  # the same frame for either engine
         r = np.random.default_rng(self.seed)
         n = self.rows
         if self.kind == "range":
@@ -263,14 +263,6 @@ def generate(seed: int, n_ops: int = N_OPS) -> tuple[bool, str, list[Op]]:
     return dynamic, kind, ops
 
 
-def _build(value: Any, mod: Any) -> Any:
-    if isinstance(value, Frame):
-        return value.build()
-    if isinstance(value, Query):
-        return value.build(mod)
-    return value
-
-
 def _normalise(op: Op, result: Any) -> Any:
     if op.name == "stage" or op.name in ("write", "append", "update"):
         return ("version", result.version)
@@ -291,8 +283,8 @@ def _normalise(op: Op, result: Any) -> Any:
 
 
 def run_op(lib: Any, mod: Any, op: Op) -> Raised | Returned:
-    args = [_build(a, mod) for a in op.args]
-    kwargs = {k: _build(v, mod) for k, v in op.kwargs}
+    args = [built(a, mod) for a in op.args]
+    kwargs = {k: built(v, mod) for k, v in op.kwargs}
     try:
         if op.name == "stage":
             sym, frames, how = args
