@@ -123,12 +123,14 @@ from arcticlite.table import (
 )
 from arcticlite.version import (
     READING,
+    CommitGroup,
     LibraryKeys,
     Snapshots,
     SymbolList,
     VersionRecord,
     chain,
     encode_metadata,
+    note_operation,
     registry_key,
     unpickle,
 )
@@ -414,6 +416,7 @@ class Library:
         p = self._prune_default(prune)
         try:
             head, rec = self._table.apply(sym, op, prune=p)
+            note_operation(op)
         except ArcticException as exc:
             # a refusal (raised while building the record, before the commit point) leaves
             # nothing behind; after a storage failure or an unknown outcome the segments stay
@@ -473,7 +476,7 @@ class Library:
                 or "pandas")
 
     def _run_batch(self, what: str, items: list[Any], fn: Any, sym_of: Any,
-                   as_of_of: Any = lambda _i: None) -> list[Any]:
+                   as_of_of: Any = lambda _i: None, *, grouped: bool = False) -> list[Any]:
         # reads of a local store (LMDB views, memory) are Python work that threads only share
         # out under the GIL: one after another in this thread is faster (100 reads of 10,000
         # rows: ~75 ms in turn, 110-150 ms on the batch threads); S3 requests overlap on them
@@ -488,7 +491,26 @@ class Library:
             def fn(item: Any) -> Any:
                 with shared_choices(memo):
                     return inner(item)
-        return batch.run_batch(pool, items, fn, sym_of, as_of_of, what=what)
+        if not grouped or not self._engine.store.atomic_commit or len(items) < 2:
+            return batch.run_batch(pool, items, fn, sym_of, as_of_of, what=what)
+        # one transaction for the items' commits (LMDB: one sync, not one per symbol); an item
+        # whose version was taken meanwhile by another writer is done again on its own. The
+        # items are then Python work under the GIL: in turn in this thread, while the store
+        # copies the full groups on a thread of its own, is faster than two batch threads (100
+        # writes of 10,000 rows x 5: median ~490 ms vs ~565 ms)
+        group, plain = CommitGroup(self._engine.store), fn
+        pool = None if self._local_store else pool
+
+        def held(pair: tuple[int, Any]) -> Any:
+            with group.item(pair[0]):
+                return plain(pair[1])
+        out = batch.run_batch(pool, list(enumerate(items)), held, lambda pair: sym_of(pair[1]),
+                              lambda pair: as_of_of(pair[1]), what=what)
+        group.flush()
+        for i, exc in sorted(group.redo.items()):
+            out[i] = (batch.to_data_error(sym_of(items[i]), exc, as_of_of(items[i])) if exc is not None
+                      else batch.run_batch(None, [items[i]], plain, sym_of, as_of_of, what=what)[0])
+        return out
 
     # -- writes ---------------------------------------------------------------------------------
     def _writer(self, bloom_min_distinct: int | None | EllipsisType) -> TableEngine:
@@ -2931,7 +2953,8 @@ class Library:
         batch.check_metadata_size(payloads)
         return self._run_batch("write_batch", payloads, lambda p: self.write(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
-            validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
+            validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol,
+            grouped=not self._prune_default(prune_previous_versions))
 
     @_mutates
     def write_pickle_batch(self, payloads: list[WritePayload],
@@ -2974,7 +2997,7 @@ class Library:
         batch.check_metadata_size(payloads)
         return self._run_batch("write_pickle_batch", payloads, lambda p: self.write_pickle(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions),
-            lambda p: p.symbol)
+            lambda p: p.symbol, grouped=not self._prune_default(prune_previous_versions))
 
     @_mutates
     def append_batch(self, append_payloads: list[WritePayload], prune_previous_versions: bool | None = None,
@@ -3025,7 +3048,8 @@ class Library:
         batch.check_metadata_size(append_payloads)
         return self._run_batch("append_batch", append_payloads, lambda p: self.append(
             p.symbol, p.data, metadata=p.metadata, prune_previous_versions=prune_previous_versions,
-            validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol)
+            validate_index=validate_index, index_column=p.index_column), lambda p: p.symbol,
+            grouped=not self._prune_default(prune_previous_versions))
 
     @_mutates
     def update_batch(self, update_payloads: list[UpdatePayload], upsert: bool = False,
@@ -3074,7 +3098,8 @@ class Library:
         return self._run_batch("update_batch", update_payloads, lambda p: self._missing_as_no_data(
             p.symbol, lambda: self.update(p.symbol, p.data, metadata=p.metadata, upsert=upsert, date_range=p.date_range,
                                           prune_previous_versions=prune_previous_versions,
-                                          index_column=p.index_column)), lambda p: p.symbol)
+                                          index_column=p.index_column)), lambda p: p.symbol,
+            grouped=not self._prune_default(prune_previous_versions))
 
     @_mutates
     def write_metadata_batch(self, write_metadata_payloads: list[WriteMetadataPayload],

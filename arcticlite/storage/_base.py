@@ -151,6 +151,15 @@ class KVStore(abc.ABC):
             self.write(k, v)
         return True
 
+    def commit_many(self, commits: Sequence[tuple[Mapping[str, Buffer], Mapping[str, Buffer]]]) -> list[bool]:
+        """:meth:`commit` of each ``(create, put)`` pair, in order; the list of their results.
+
+        Each pair keeps its own rule (it writes nothing when a key of its ``create`` exists,
+        one created by an earlier pair of the call included). Backends with transactions
+        override it to make the whole call one transaction (LMDB: one sync for all).
+        """
+        return [self.commit(create, put) for create, put in commits]
+
     def probe_conditional_writes(self) -> bool:
         """Whether :meth:`write_if_absent` / :meth:`compare_and_swap` are really enforced.
 

@@ -704,6 +704,26 @@ class LmdbStore(KVStore):
 
         return self._run(True, fn, "commit")
 
+    def commit_many(self, commits: Sequence[tuple[Mapping[str, Buffer], Mapping[str, Buffer]]]) -> list[bool]:
+        """:meth:`commit` of each ``(create, put)`` pair in one write transaction (one sync for
+        all): a pair whose ``create`` keys exist writes nothing and gets False; the others land
+        together."""
+        rows = [([(*self._key(k), k, v) for k, v in create.items()],
+                 [(*self._key(k), k, v) for k, v in put.items()]) for create, put in commits]
+
+        def fn(txn: Any) -> list[bool]:
+            won = []
+            for creates, puts in rows:
+                if any(txn.get(stored) is not None for stored, _, _, _ in creates):
+                    won.append(False)
+                    continue
+                for stored, long, key, data in creates + puts:
+                    txn.put(stored, self._wrap(key, data, long))
+                won.append(True)
+            return won
+
+        return self._run(True, fn, f"commit of {len(rows)} writes")
+
     def key_count(self) -> int:
         """The entry count of LMDB's main B-tree (from its meta page; keys of any length count
         once)."""

@@ -4,6 +4,7 @@ and the rules of a version chain (tombstones, prune, snapshots)."""
 from arcticlite.version import _chain as chain
 from arcticlite.version._chain import Builder
 from arcticlite.version._engine import READING, VersionEngine, pid_token
+from arcticlite.version._group import CommitGroup, note_operation
 from arcticlite.version._keys import (
     DELETING_PREFIX,
     REGISTRY_PREFIX,
@@ -30,6 +31,7 @@ __all__ = [
     "READING",
     "REGISTRY_PREFIX",
     "Builder",
+    "CommitGroup",
     "LibraryKeys",
     "Snapshots",
     "SymbolList",
@@ -44,5 +46,6 @@ __all__ = [
     "unescape",
     "decode_metadata",
     "encode_metadata",
+    "note_operation",
     "unpickle",
 ]

@@ -32,6 +32,7 @@ from arcticlite.exceptions import (
 )
 from arcticlite.storage import KVStore
 from arcticlite.version._chain import Builder
+from arcticlite.version._group import hold_commit
 from arcticlite.version._keys import LibraryKeys
 from arcticlite.version._records import VersionRecord, add_ranges, parse_ref, ref_bytes, seq_of_vid
 
@@ -260,6 +261,8 @@ class VersionEngine:
                 puts = dict(extra) if extra else {}
                 puts.update(journal)
                 puts[self.keys.ref(sym)] = ref_bytes(rec, new_token())
+                if hold_commit(self.store, vkey, body, puts):
+                    return rec  # a batch's group commit: lands (or is redone) at its flush
                 if self._commit_atomic(vkey, body, puts):
                     return rec
             else:
