@@ -94,6 +94,12 @@ class WrappingStore(KVStore):
         what = ",".join(create) or ",".join(put)
         return self._op("commit", what, lambda: self.inner.commit(create, put))
 
+    def commit_many(self, commits: Sequence[tuple[Mapping[str, Buffer], Mapping[str, Buffer]]]) -> list[bool]:
+        if not self.atomic_commit:
+            return super().commit_many(commits)  # one commit after another
+        what = ";".join(",".join(create) for create, _ in commits)
+        return self._op("commit_many", what, lambda: self.inner.commit_many(commits))
+
     def probe_conditional_writes(self) -> bool:
         return self.inner.probe_conditional_writes()
 

@@ -129,3 +129,49 @@ def test_append_batch_racing_an_append_loses_neither(lmdb_uri: str, monkeypatch:
     assert_frame_equal(lib.read("a").data, want)
     assert_frame_equal(lib.read("b").data, pd.concat([frame(2), frame(3, start="2024-03-01", base=70)]))
     assert seen[0] == "commit" and seen[1] == "commit of 2 writes"  # the other's, then the group
+
+
+def _batch_view(lib: Any) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for sym in ("a", "b", "c"):
+        if lib.has_symbol(sym):
+            item = lib.read(sym)
+            out[sym] = (versions_of(lib, sym), item.data["a"].tolist(), item.metadata)
+    out["symbols"] = sorted(lib.list_symbols())
+    return out
+
+
+def test_a_batch_stopped_at_any_store_call_lands_whole_or_not_at_all(tmp_path: Any) -> None:
+    """The process dies before each store call of a ``write_batch`` in turn: a fresh client
+    sees the state before the batch or after it, and gc finds nothing half-written."""
+    from arcticlite.storage import open_store
+    from arcticlite.testing import CrashingStore, SimulatedCrash
+
+    def run(n: int, crash_at: int | None) -> tuple[Any, CrashingStore]:
+        uri = f"lmdb://{tmp_path}/run{n}"
+        Arctic(uri).create_library("lib").write("a", frame(2), metadata="old")
+        crashing = CrashingStore(open_store(uri))
+        lib = Arctic("crash://", store=crashing)["lib"]
+        crashing.calls.clear()
+        crashing.crash_at = crash_at
+        try:
+            lib.write_batch([WritePayload("a", frame(3, base=10), metadata="new"),
+                             WritePayload("b", frame(4, base=20)), WritePayload("c", frame(5, base=30))])
+        except SimulatedCrash:
+            pass
+        crashing.inner.close()
+        return Arctic(uri)["lib"], crashing
+
+    lib, counting = run(0, None)
+    after = _batch_view(lib)
+    assert after["symbols"] == ["a", "b", "c"] and after["a"] == ([0, 1], list(range(10, 13)), "new")
+    assert sum(c.startswith("commit_many") for c in counting.calls) == 1
+    before = {"a": ([0], [0, 1], "old"), "symbols": ["a"]}
+    for n in range(1, len(counting.calls) + 1):
+        lib, crashing = run(n, n)
+        assert crashing.crashed
+        view = _batch_view(lib)
+        assert view in (before, after), f"crash at call {n} ({crashing.calls[-1:]}): {view}"
+        lib.gc(grace_period=0)
+        assert _batch_view(lib) == view
+        assert lib.gc(grace_period=0, dry_run=True).unreachable == 0
