@@ -161,7 +161,8 @@ class LazyDataFrame(QueryBuilder):
         r = self._to_read_request()
         return self._lib.read(r.symbol, as_of=r.as_of, date_range=r.date_range,
                               row_range=r.row_range, columns=r.columns, query_builder=r.query_builder,
-                              output_format=output_format)
+                              output_format=output_format, arrow_string_format_default=r.arrow_string_format_default,
+                              arrow_string_format_per_column=r.arrow_string_format_per_column)
 
     def __setitem__(self, name: str, expression: Any) -> None:
         """``lazy_df["c"] = expr``: the same as ``lazy_df.apply("c", expr)``."""

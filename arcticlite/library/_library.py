@@ -1167,9 +1167,11 @@ class Library:
         args.one_range(date_range, row_range)
         self._index_range(date_range)  # bounds of a wrong type are refused before the symbol is looked up
         if lazy:
-            return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, date_range=date_range,  # type: ignore[return-value]
-                                                   row_range=row_range, columns=columns,
-                                                   query_builder=query_builder, output_format=output_format))
+            return LazyDataFrame(self, ReadRequest(  # type: ignore[return-value]
+                sym, as_of=as_of, date_range=date_range, row_range=row_range, columns=columns,
+                query_builder=query_builder, output_format=output_format,
+                arrow_string_format_default=arrow_string_format_default,
+                arrow_string_format_per_column=arrow_string_format_per_column))
         strings = self._strings(arrow_string_format_default, arrow_string_format_per_column)
         rec = self._resolve_to_read(sym, as_of)
         data = self._read_data(sym, rec, date_range=date_range, row_range=row_range, columns=columns,
@@ -1330,7 +1332,8 @@ class Library:
                         read=read, read_only=self._read_only, _store=self._store)
 
     def head(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
-             lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
+             lazy: bool = False, output_format: Any = None, arrow_string_format_default: Any = None,
+             arrow_string_format_per_column: Any = None, **_: Any) -> VersionedItem:
         """The first ``n`` rows (all but the last ``|n|`` when negative).
 
         Parameters
@@ -1367,19 +1370,23 @@ class Library:
         [1.0, 2.0]
         """
         sym = check_symbol(symbol)
+        strings = self._strings(arrow_string_format_default, arrow_string_format_per_column)
         if lazy:
-            return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
-                                                   output_format=output_format)).head(n)
+            return LazyDataFrame(self, ReadRequest(  # type: ignore[return-value]
+                sym, as_of=as_of, columns=columns, output_format=output_format,
+                arrow_string_format_default=arrow_string_format_default,
+                arrow_string_format_per_column=arrow_string_format_per_column)).head(n)
         rec = self._resolve_to_read(sym, as_of)
         self._refuse_ndarray(sym, rec, "head")
         total = rec.index.rows if rec.index is not None else 0
         n = args.count(n, "n")
         rr = (0, n) if n >= 0 else (0, max(0, total + n))
         return self._item(sym, rec, self._read_data(sym, rec, row_range=rr, columns=columns,
-                                                    output_format=output_format))
+                                                    output_format=output_format, strings=strings))
 
     def tail(self, symbol: str, n: int = 5, as_of: Any = None, columns: list[Any] | None = None,
-             lazy: bool = False, output_format: Any = None, **_: Any) -> VersionedItem:
+             lazy: bool = False, output_format: Any = None, arrow_string_format_default: Any = None,
+             arrow_string_format_per_column: Any = None, **_: Any) -> VersionedItem:
         """The last ``n`` rows (all but the first ``|n|`` when negative).
 
         Parameters
@@ -1416,15 +1423,19 @@ class Library:
         [3.0]
         """
         sym = check_symbol(symbol)
+        strings = self._strings(arrow_string_format_default, arrow_string_format_per_column)
         if lazy:
-            return LazyDataFrame(self, ReadRequest(sym, as_of=as_of, columns=columns,  # type: ignore[return-value]
-                                                   output_format=output_format)).tail(n)
+            return LazyDataFrame(self, ReadRequest(  # type: ignore[return-value]
+                sym, as_of=as_of, columns=columns, output_format=output_format,
+                arrow_string_format_default=arrow_string_format_default,
+                arrow_string_format_per_column=arrow_string_format_per_column)).tail(n)
         rec = self._resolve_to_read(sym, as_of)
         self._refuse_ndarray(sym, rec, "tail")
         total = rec.index.rows if rec.index is not None else 0
         n = args.count(n, "n")
         rr = (max(0, total - n), total) if n >= 0 else (min(total, -n), total)
-        data = self._read_data(sym, rec, row_range=rr, columns=columns, output_format=output_format)
+        data = self._read_data(sym, rec, row_range=rr, columns=columns, output_format=output_format,
+                               strings=strings)
         pd = sys.modules.get("pandas")
         if pd is not None and columns is not None and len(columns) == 0 and isinstance(data, pd.DataFrame) \
                 and isinstance(data.index, pd.RangeIndex) and rr[0]:
@@ -3145,7 +3156,8 @@ class Library:
             p.symbol, p.metadata, prune_previous_versions=prune_previous_versions), lambda p: p.symbol)
 
     def read_batch(self, symbols: list[str | ReadRequest], query_builder: Any = None, lazy: bool = False,
-                   output_format: Any = None, **_: Any) -> list[VersionedItem | DataError]:
+                   output_format: Any = None, arrow_string_format_default: Any = None,
+                   arrow_string_format_per_column: Any = None, **_: Any) -> list[VersionedItem | DataError]:
         """Read many symbols; failures come back in place as ``DataError``.
 
         Parameters
@@ -3184,13 +3196,22 @@ class Library:
             raise ArcticInvalidApiUsageException("a query_builder was given both for the batch and for a request; give one")
         for r in reqs:  # the whole batch is refused, before anything is read (ArcticDB)
             args.one_range(r.date_range, r.row_range, f" (read request of {r.symbol!r})")
+        # a request's string formats: its default, else the batch's; its per-column dict, else
+        # the batch's (one dict or the other, as ArcticDB)
+        reqs = [r._replace(query_builder=r.query_builder or query_builder,
+                           output_format=r.output_format or output_format,
+                           arrow_string_format_default=r.arrow_string_format_default or arrow_string_format_default,
+                           arrow_string_format_per_column=(arrow_string_format_per_column
+                                                           if r.arrow_string_format_per_column is None
+                                                           else r.arrow_string_format_per_column))
+                for r in reqs]
         if lazy:
-            frames = [LazyDataFrame(self, r._replace(query_builder=r.query_builder or query_builder,
-                                                     output_format=r.output_format or output_format)) for r in reqs]
-            return LazyDataFrameCollection(self, frames)  # type: ignore[return-value]
+            return LazyDataFrameCollection(self, [LazyDataFrame(self, r) for r in reqs])  # type: ignore[return-value]
         return self._run_batch("read_batch", reqs, lambda r: self.read(
             r.symbol, as_of=r.as_of, date_range=r.date_range, row_range=r.row_range, columns=r.columns,
-            query_builder=r.query_builder or query_builder, output_format=r.output_format or output_format),
+            query_builder=r.query_builder, output_format=r.output_format,
+            arrow_string_format_default=r.arrow_string_format_default,
+            arrow_string_format_per_column=r.arrow_string_format_per_column),
             lambda r: r.symbol, lambda r: r.as_of)
 
     def read_batch_and_join(self, symbols: list[ReadRequest | str], query_builder: Any,

@@ -75,3 +75,40 @@ def test_polars_output_flags_a_timestamp_index_sorted(lib: adb.Library) -> None:
     out = lib.read("p", output_format="polars").data
     assert isinstance(out, pl.DataFrame) and out[out.columns[0]].flags["SORTED_ASC"]
     assert not out["a"].flags["SORTED_ASC"]
+
+
+def _types(t: pa.Table) -> tuple[pa.DataType, pa.DataType]:
+    return t.schema.field("a").type, t.schema.field("c").type
+
+
+def test_head_tail_and_lazy_reads_take_the_formats(lib: adb.Library) -> None:
+    assert _types(lib.head("s", 2, arrow_string_format_default=F.CATEGORICAL).data) == (DICT, DICT)
+    assert _types(lib.tail("s", 2, arrow_string_format_per_column={"c": F.SMALL_STRING}).data) == (
+        pa.large_string(), pa.string())
+    assert lib.tail("s", 2, arrow_string_format_default=F.SMALL_STRING).data.column("a").to_pylist() == ["y", "x"]
+    assert _types(lib.read("s", lazy=True, arrow_string_format_default=F.CATEGORICAL).collect().data) == (DICT, DICT)
+    assert _types(lib.head("s", 1, lazy=True, arrow_string_format_default=F.SMALL_STRING).collect().data) == (
+        pa.string(), pa.string())
+
+
+@pytest.mark.parametrize(("request_kw", "batch_kw", "want"), [
+    # a request's default wins over the batch's
+    ({"arrow_string_format_default": F.CATEGORICAL}, {"arrow_string_format_default": F.SMALL_STRING}, (DICT, DICT)),
+    # its per-column formats apply on top of the batch's default
+    ({"arrow_string_format_per_column": {"a": F.CATEGORICAL}}, {"arrow_string_format_default": F.SMALL_STRING},
+     (DICT, pa.string())),
+    # the batch's per-column formats apply on top of the request's default
+    ({"arrow_string_format_default": F.CATEGORICAL}, {"arrow_string_format_per_column": {"c": F.SMALL_STRING}},
+     (DICT, pa.string())),
+    # a request's per-column formats replace the batch's
+    ({"arrow_string_format_per_column": {"a": F.CATEGORICAL}}, {"arrow_string_format_per_column": {"c": F.SMALL_STRING}},
+     (DICT, pa.large_string())),
+    ({}, {"arrow_string_format_default": F.CATEGORICAL}, (DICT, DICT)),
+])
+def test_read_batch_formats_of_the_batch_and_of_each_request(
+        lib: adb.Library, request_kw: dict[str, object], batch_kw: dict[str, object],
+        want: tuple[pa.DataType, pa.DataType]) -> None:
+    got = lib.read_batch([adb.ReadRequest("s", **request_kw)], **batch_kw)  # type: ignore[arg-type]
+    assert _types(got[0].data) == want
+    lazy = lib.read_batch([adb.ReadRequest("s", **request_kw)], lazy=True, **batch_kw)  # type: ignore[arg-type]
+    assert _types(lazy.collect()[0].data) == want
