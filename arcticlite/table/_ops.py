@@ -500,9 +500,16 @@ class ReplaceRange(Operation):
         first = int(rows["min_index"].min()) if len(rows) else None
         last = int(rows["max_index"].max()) if len(rows) else None
         if multi:  # back to row numbers, as every MultiIndex leaf holds
+            # the first level's bounds: the kept rows' (their leaves hold time bounds here) and
+            # the new rows' (their leaves hold row numbers)
+            kept = np.concatenate([before, after])
+            ends = [(int(kept["min_index"].min()), int(kept["max_index"].max()))] if len(kept) else []
+            if table is not None and meta is not None and table.num_rows:
+                ends.append(index_bounds(table, meta))  # type: ignore[arg-type]
+            first = min(f for f, _ in ends) if ends else None
+            last = max(x for _, x in ends) if ends else None
             rows["min_index"] = rows["start_row"]
             rows["max_index"] = rows["end_row"].astype(np.int64) - 1
-            first = last = None
         rec = data_record(self.kind, head, seq, index=index.build(rows), meta=out_meta, schema=schema,
                           first=first, last=last,
                           sorted_=base.sorted if len(rows) else "ASCENDING", metadata=metadata)

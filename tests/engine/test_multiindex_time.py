@@ -79,3 +79,19 @@ def test_update_needs_a_datetime_first_level(lib: Library) -> None:
     with pytest.raises(InternalException, match="non-timeseries"):
         lib.update("s", pd.DataFrame({"c": [3]}, index=pd.MultiIndex.from_arrays([[2], ["b"]])))
     assert lib.read("s").data["c"].tolist() == [1, 2]
+
+
+@SLICED
+def test_update_and_delete_keep_the_first_level_bounds(lib: Library, stored: pd.DataFrame) -> None:
+    """The description's date range and the order check of a later append stand after an update
+    or a delete_data_in_range (they are the first level's bounds)."""
+    lib.update("s", pd.DataFrame({"c": [9]}, index=mi([2], "X")))
+    assert lib.get_description("s").date_range == (pd.Timestamp("2018-01-01"), pd.Timestamp("2018-01-04"))
+    lib.update("s", pd.DataFrame({"c": [8]}, index=mi([6], "Y")), date_range=(d(2018, 1, 5), d(2018, 1, 7)))
+    assert lib.get_description("s").date_range == (pd.Timestamp("2018-01-01"), pd.Timestamp("2018-01-06"))
+    lib.delete_data_in_range("s", (d(2018, 1, 1), d(2018, 1, 1)))
+    assert lib.get_description("s").date_range == (pd.Timestamp("2018-01-02"), pd.Timestamp("2018-01-06"))
+    with pytest.raises(InternalException, match="Can't append"):
+        lib.append("s", pd.DataFrame({"c": [0]}, index=mi([3], "Z")))
+    lib.append("s", pd.DataFrame({"c": [0]}, index=mi([7], "Z")))
+    assert lib.read("s").data.index.get_level_values(0).is_monotonic_increasing
