@@ -79,6 +79,8 @@ def describe(rec: VersionRecord) -> SymbolDescription:
             a, b = a.tz_localize("UTC").tz_convert(meta.tz), b.tz_localize("UTC").tz_convert(meta.tz)
         dr = (a, b)
     rows = rec.index.rows if rec.index is not None else 0
+    if meta.kind == "ndarray" and meta.shape and len(meta.shape) > 1:
+        rows *= int(np.prod(meta.shape[1:]))  # as ArcticDB: the values of a 2-D array
     return SymbolDescription(columns=cols, index=index, index_type=itype, row_count=rows,
                              last_update_time=when, date_range=dr, sorted=rec.sorted)
 

@@ -222,6 +222,7 @@ class NormMeta:
             for s, u in zip(self.columns, self.user_columns, strict=True)
             if (u in want and any(_same_label(u, w) for w in wanted))
             or (texts and isinstance(u, int | np.integer) and not isinstance(u, bool) and str(u) in texts)
+            or (u is None and self.kind == "series" and s in texts)  # an unnamed Series' column "0"
         ]
 
     # ------------------------------------------------------------------ JSON

@@ -247,6 +247,12 @@ def common_schema(
     _check_object_kind(old, new)
     if new_rows == 0:
         return None  # ArcticDB accepts an empty append whatever its index and columns
+    if old.kind == "ndarray" and new.kind == "ndarray" and old.shape and new.shape \
+            and tuple(old.shape[1:]) != tuple(new.shape[1:]):
+        raise NormalizationException(
+            "E_WRONG_SHAPE The appending NDArray must have the same shape as the existing (excl. the first "
+            f"dimension): stored {tuple(old.shape)}, new {tuple(new.shape)}"
+        )
     _check_index(old, new, stored_rows)
     old_f, new_f = _fields(old, old_schema), _fields(new, new_schema)
     index_fields = [f for f in old_schema if f.name in set(old.index_columns)]

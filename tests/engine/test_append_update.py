@@ -507,3 +507,19 @@ def test_enterprise_options_are_kept_and_modifiable(tmp_path) -> None:
         ac.modify_library_option(lib, ModifiableEnterpriseLibraryOption.REPLICATION, 1)
     assert ac["e"].options().rows_per_segment == 10  # the other options stay
     assert ac.create_library("f").enterprise_options() == EnterpriseLibraryOptions()
+
+
+@pytest.mark.parametrize("library_options", [LibraryOptions(), LibraryOptions(dynamic_schema=True)],
+                         ids=["static", "dynamic"], indirect=True)
+def test_a_2d_array_appends_only_rows_of_its_width(lib: Library) -> None:
+    """As ArcticDB: an append of another width (or dimension) is refused, nothing written; the
+    description counts the array's values."""
+    lib.write("s", np.arange(6, dtype=float).reshape(3, 2))
+    assert lib.get_description("s").row_count == 6
+    for bad in (np.arange(3, dtype=float).reshape(1, 3), np.arange(2, dtype=float)):
+        with pytest.raises(NormalizationException, match="E_WRONG_SHAPE"):
+            lib.append("s", bad)
+    assert versions_of(lib, "s") == [0]
+    lib.append("s", np.arange(4, dtype=float).reshape(2, 2))
+    np.testing.assert_array_equal(lib.read("s").data, np.concatenate([np.arange(6.0), np.arange(4.0)]).reshape(5, 2))
+    assert lib.get_description("s").row_count == 10

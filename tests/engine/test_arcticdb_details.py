@@ -449,3 +449,11 @@ def test_multiindex_level_names_must_match_as_in_arcticdb(dynamic: bool, op: str
     with pytest.raises(NormalizationException, match="level names"):
         getattr(lib, op)("s", frame(["t", "j"], 5 if op == "append" else 1))
     assert len(lib.list_versions("s")) == 1
+
+
+def test_an_unnamed_series_is_read_by_its_column_0(lib: adb.Library) -> None:
+    s = pd.Series([1.5, 2.5, 3.5], index=pd.RangeIndex(0, 3, name="idx"))
+    lib.write("s", s)
+    for cols in (["0"], ["x", "0"]):
+        pd.testing.assert_series_equal(lib.read("s", columns=cols).data, s)
+    assert lib.read("s", columns=["x"]).data.empty
