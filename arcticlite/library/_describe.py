@@ -68,6 +68,14 @@ def describe(rec: VersionRecord) -> SymbolDescription:
     label = meta.index_names[0] if meta.index_names and meta.index_names[0] is not None else "index"
     if meta.written_empty or (meta.kind == "series" and meta.index_kind == "datetime"):
         cols = (NameWithDType(label, _td("NANOSECONDS_UTC64")), *cols)
+    elif meta.kind == "series" and meta.index_kind == "other" and n_index == 1:  # its index column too
+        cols = (NameWithDType(label, _td(schema.field(0).type)), *cols)
+    elif meta.kind == "series" and meta.index_kind == "multi":  # its levels: ArcticDB's stored names
+        names = meta.index_names or tuple(meta.index_columns)
+        levels = tuple(NameWithDType(("index" if n is None else n) if k == 0
+                                     else f"__fkidx__{k}" if n is None else f"__idx__{n}", _td(schema.field(k).type))
+                       for k, n in enumerate(names))
+        cols = (*levels, *cols)
     if meta.written_empty and index:
         index = (NameWithDType(label, RowCountDescriptor()),)
     dr: tuple[Any, Any] = nat

@@ -618,13 +618,35 @@ def _pandas_metadata(table: pa.Table, meta: NormMeta) -> bytes | None:
         for col in md["columns"]:
             col["field_name"] = rename.get(col["field_name"], col["field_name"])
             entries[col["field_name"]] = col
-        plain = {"pandas_type": "object", "numpy_type": "object", "metadata": None}
-        md["columns"] = [
-            entries.get(n) or {"name": n, "field_name": n, **plain} for n in data_names
-        ] + [entries[n] for n in index_present if n in entries]
-        return json.dumps(md).encode()
+        # as ArcticDB: the index entries first, a plain column typed from its Arrow type, and
+        # only the keys ArcticDB writes
+        md["columns"] = [entries[n] for n in index_present if n in entries] + [
+            entries.get(n) or {"name": n, "field_name": n, **_plain_entry(table.schema.field(n).type)}
+            for n in data_names
+        ]
+        kind = ("mixed", "object") if data_names else ("int64", "int64")  # no column: an int64 Index
+        md["column_indexes"] = [{"name": None, "field_name": None, "pandas_type": kind[0],
+                                 "numpy_type": kind[1], "metadata": None}]
+        return json.dumps({k: md[k] for k in ("index_columns", "column_indexes", "columns")}).encode()
     except (ValueError, TypeError, KeyError, pa.ArrowException):
         return None  # metadata is a convenience; the table itself is complete
+
+
+def _plain_entry(typ: pa.DataType) -> dict[str, Any]:
+    """The pandas-metadata types of a column pandas needs nothing special for (ArcticDB's
+    names: the Arrow type's for numbers, ``unicode`` for strings, ``datetime`` for times)."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return {"pandas_type": "unicode", "numpy_type": "object", "metadata": None}
+    if pa.types.is_timestamp(typ):
+        if typ.tz is not None:
+            return {"pandas_type": "datetimetz", "numpy_type": f"datetime64[{typ.unit}]",
+                    "metadata": {"timezone": typ.tz}}
+        return {"pandas_type": "datetime", "numpy_type": f"datetime64[{typ.unit}]", "metadata": None}
+    if pa.types.is_boolean(typ) or pa.types.is_integer(typ) or pa.types.is_floating(typ):
+        return {"pandas_type": str(typ), "numpy_type": str(typ), "metadata": None}
+    return {"pandas_type": "object", "numpy_type": "object", "metadata": None}
 
 
 #: Arrow types of string columns in Arrow / polars output, by ArcticDB's ``ArrowOutputStringFormat``

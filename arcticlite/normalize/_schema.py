@@ -71,7 +71,9 @@ def _check_index(old: NormMeta, new: NormMeta, stored_rows: int | None) -> None:
             f"E_INCOMPATIBLE_INDEX The MultiIndex level names differ: stored {list(old.index_names)}, new "
             f"{list(new.index_names)}; an append or update needs the same names, even under dynamic schema"
         )
-    if list(old.index_names) != list(new.index_names) and ok != "none" and nk != "none":
+    # a RangeIndex is no stored column: its name is the newest write's (ArcticDB)
+    if list(old.index_names) != list(new.index_names) and ok != "none" and nk != "none" \
+            and not (ok == "range" and nk == "range"):
         raise StreamDescriptorMismatch(
             f"The index names differ: stored {list(old.index_names)}, new {list(new.index_names)}; "
             "rename the index to match"
@@ -253,7 +255,16 @@ def common_schema(
             "E_WRONG_SHAPE The appending NDArray must have the same shape as the existing (excl. the first "
             f"dimension): stored {tuple(old.shape)}, new {tuple(new.shape)}"
         )
-    _check_index(old, new, stored_rows)
+    if old.kind == "series" and stored_rows == 0 and old.written_empty and old.index_kind != new.index_kind:
+        # a Series written with no row has a timestamp index of no value: under dynamic schema
+        # the new rows' index replaces it (ArcticDB); under static schema the descriptors differ
+        if not dynamic:
+            raise StreamDescriptorMismatch(
+                f"The index of the new data ({new.index_kind}) differs from the stored one ({old.index_kind}, "
+                "written with no row); under static schema it must match: write the symbol instead of appending"
+            )
+    else:
+        _check_index(old, new, stored_rows)
     old_f, new_f = _fields(old, old_schema), _fields(new, new_schema)
     index_fields = [f for f in old_schema if f.name in set(old.index_columns)]
     new_index = {f.name: f for f in new_schema if f.name in set(new.index_columns)}
@@ -434,6 +445,8 @@ def common_meta(old: NormMeta, new: NormMeta, schema: pa.Schema | None) -> NormM
         user_columns=tuple(users),
         column_hints=tuple(hints),
         shape=None if old.kind != "ndarray" else old.shape,
+        # a RangeIndex's name is the newest write's (ArcticDB; it is no stored column)
+        index_names=new.index_names if old.index_kind == new.index_kind == "range" else old.index_names,
     )
 
 

@@ -450,8 +450,11 @@ def _resample(st: _State, args: tuple[Any, ...], aggs: dict[str, Any]) -> None:
     st.__init__(table, meta)  # type: ignore[misc]
 
 
-def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, Any]:
+def run_query(table: pa.Table, meta: Any, plan: QueryPlan, *, backfill: bool = True) -> tuple[pa.Table, Any]:
     """Apply ``plan.clauses`` to ``table`` (stored columns, index first) described by ``meta``.
+
+    ``backfill``: the missing values of sparse integer / boolean columns come out as a plain
+    read shows them (0, False); without it (Arrow output) they stay null.
 
     Returns the resulting table and the meta that describes it (a new one after
     ``groupby`` / ``resample``). Every step is a whole-column Arrow / numpy operation.
@@ -490,8 +493,16 @@ def run_query(table: pa.Table, meta: Any, plan: QueryPlan) -> tuple[pa.Table, An
         st.table = st.table.select([n for n in st.table.column_names if n in keep])
     markers = [n for n in st.table.column_names if is_absent_name(n)]
     if markers:
+        if not backfill:  # Arrow output: the rows of segments without a column are nulls
+            for m in markers:
+                name = m[len(absent_name("")):]
+                if name in st.table.column_names:
+                    k = st.table.column_names.index(name)
+                    col = st.table.column(k)
+                    st.table = st.table.set_column(k, st.table.field(k), pc.if_else(
+                        st.table.column(m), pa.scalar(None, col.type), col))
         st.table = st.table.drop_columns(markers)
-    if sparse:
+    if sparse and backfill:
         st.table = _backfill_nulls(st.table)
     return st.table, st.meta
 

@@ -198,6 +198,8 @@ class TableEngine:
             df = read_pandas(self.store, self.keys, plan, pools=self.pools)
             if df is not None:
                 return df
+        if fmt is not norm.OutputFormat.PANDAS and plan.dynamic:
+            plan = replace(plan, arrow_out=True)  # absent values are nulls there
         table, meta = self.read_arrow(plan)
         rr = plan.row_range
         return norm.denormalize(table, meta, output_format=fmt, row_offset=rr[0] if rr else 0,

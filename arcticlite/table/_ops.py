@@ -295,6 +295,13 @@ class Append(Operation):
         # ArcticDB's order: under dynamic schema the rows' order after the object kinds and before
         # the columns' types; under static schema after the columns and the stored sortedness
         order_first = e.options.dynamic_schema and meta.kind == bmeta.kind
+        if (order_first and not brows and table.num_rows and meta.kind == "series" and bmeta.written_empty
+                and bmeta.index_kind != meta.index_kind):
+            # a Series written with no row (a timestamp index of no value) takes the index of
+            # the first rows appended under dynamic schema, as ArcticDB
+            return data_record("append", head, seq, index=index.build(self._new_segments()), meta=meta,
+                               schema=norm.value_schema(table.schema), first=first, last=last,
+                               sorted_=self.sorted, metadata=self.metadata)
         if order_first:
             refuse_order()
         schema = norm.common_schema(bmeta, bschema, meta, norm.value_schema(table.schema), dynamic=e.options.dynamic_schema,

@@ -155,6 +155,9 @@ class ReadPlan:
     judged : bool
         The query's value filters were judged on the statistics and Bloom filters of
         ``leaves`` while planning: reading them does not judge again.
+    arrow_out : bool
+        For Arrow / polars output: a column a segment lacks (dynamic schema) reads as nulls
+        there, where pandas output shows 0 / False / NaN (ArcticDB's two outputs).
     """
 
     symbol: str
@@ -176,6 +179,7 @@ class ReadPlan:
     scope: Scope | None = None
     delta_offset: int = 0
     judged: bool = False
+    arrow_out: bool = False
 
     @property
     def n_index(self) -> int:
@@ -352,6 +356,7 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
                               list(plan.columns), plan.row_range, dynamic=plan.dynamic,
                               index_range=plan.index_range, pools=pools, positions=plan.positions,
                               mark_absent=plan.dynamic and plan.query is not None, candidates=plan.candidates,
+                              absent_null=plan.arrow_out and plan.query is None,  # (a query nulls its output)
                               stats=stats, filters=plan.query.value_filters if plan.query is not None else (),
                               nan_rows=True, judged=plan.judged,
                               code_keys=plan.query.code_keys if plan.query is not None else (),
@@ -364,7 +369,7 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
         table = table.slice(int(a), max(0, int(b) - int(a)))
     meta = plan.meta
     if plan.query is not None:
-        table, meta = run_query(table, meta, plan.query)
+        table, meta = run_query(table, meta, plan.query, backfill=not plan.arrow_out)
     return table, meta
 
 

@@ -719,6 +719,7 @@ def read_segments(
     pools: Pools | None = None,
     positions: Sequence[int] | None = None,
     mark_absent: bool = False,
+    absent_null: bool = False,
     candidates: dict[int, Intervals] | None = None,
     stats: FetchStats | None = None,
     filters: Sequence[Any] = (),
@@ -812,7 +813,7 @@ def read_segments(
             return out_schema.empty_table()
         tables, first_in_group = [tables[i] for i in kept], first_in_group[kept]
     return _assemble(tables, first_in_group, out_schema, set(index_names), mark_absent=mark_absent,
-                     nan_rows=nan_rows)
+                     nan_rows=nan_rows, absent_null=absent_null)
 
 
 def _fetch_decode(store: KVStore, jobs: list[_Job], leaves: np.ndarray, *, dynamic: bool,
@@ -879,7 +880,8 @@ def _few_rows(job: _Job) -> bool:
 
 
 def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa.Schema,
-              index_names: set[str], *, mark_absent: bool = False, nan_rows: bool = False) -> pa.Table:
+              index_names: set[str], *, mark_absent: bool = False, nan_rows: bool = False,
+              absent_null: bool = False) -> pa.Table:
     """Put column slices of the same rows side by side, then stack row groups (zero-copy:
     each output column is a chunked array of the decoded pieces).
 
@@ -903,12 +905,12 @@ def _assemble(tables: list[pa.Table], first_in_group: np.ndarray, out_schema: pa
             col = group.get(f.name)
             pieces[f.name].append((col is None, nrows))
             if col is None:
-                chunks[f.name].append(fill_missing(f.type, nrows))
+                chunks[f.name].append(pa.nulls(nrows, f.type) if absent_null else fill_missing(f.type, nrows))
             else:
                 chunks[f.name].extend(_cast(col, f.type).chunks)
 
     for i, t in enumerate(tables):
-        t, kept = norm.unsparse(t, mark_absent)
+        t, kept = norm.unsparse(t, mark_absent or absent_null)
         sparse |= kept
         if first_in_group[i]:
             if i:

@@ -523,3 +523,38 @@ def test_a_2d_array_appends_only_rows_of_its_width(lib: Library) -> None:
     lib.append("s", np.arange(4, dtype=float).reshape(2, 2))
     np.testing.assert_array_equal(lib.read("s").data, np.concatenate([np.arange(6.0), np.arange(4.0)]).reshape(5, 2))
     assert lib.get_description("s").row_count == 10
+
+
+@pytest.mark.parametrize("library_options", [LibraryOptions(), LibraryOptions(dynamic_schema=True)],
+                         ids=["static", "dynamic"], indirect=True)
+@pytest.mark.parametrize("series", [False, True], ids=["frame", "series"])
+def test_a_range_index_takes_the_name_of_the_newest_append(lib: Library, series: bool) -> None:
+    """As ArcticDB: a RangeIndex is no stored column, its name is not checked on append and the
+    newest write's name is the one read back."""
+    def data(values: list[int], start: int, name: str | None) -> pd.DataFrame | pd.Series:
+        idx = pd.RangeIndex(start, start + len(values), name=name)
+        return pd.Series(values, index=idx, name="x") if series else pd.DataFrame({"x": values}, index=idx)
+
+    lib.write("s", data([1, 2, 3], 0, "ts"))
+    lib.append("s", data([4, 5], 3, None))
+    assert lib.read("s").data.index.equals(pd.RangeIndex(0, 5)) and lib.read("s").data.index.name is None
+    lib.append("s", data([6], 5, "n"))
+    assert lib.read("s").data.index.name == "n"
+    assert list(lib.read("s").data.to_numpy().ravel()) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_series_written_empty_takes_the_index_of_its_first_rows() -> None:
+    """As ArcticDB: a 0-row Series (described with a timestamp index of no value) appended to
+    under dynamic schema takes the appended rows' RangeIndex; under static schema the append
+    is refused (StreamDescriptorMismatch) and changes nothing."""
+    empty = pd.Series(np.array([], dtype=np.int64), index=pd.RangeIndex(0, 0), name="x")
+    rows = pd.Series([1, 2], name="x")
+    static = Arctic("mem://").create_library("st")
+    static.write("s", empty)
+    with pytest.raises(StreamDescriptorMismatch):
+        static.append("s", rows)
+    assert versions_of(static, "s") == [0]
+    dyn = Arctic("mem://").create_library("dy", LibraryOptions(dynamic_schema=True))
+    dyn.write("s", empty)
+    assert dyn.append("s", rows).version == 1
+    pd.testing.assert_series_equal(dyn.read("s").data, rows)

@@ -457,3 +457,21 @@ def test_an_unnamed_series_is_read_by_its_column_0(lib: adb.Library) -> None:
     for cols in (["0"], ["x", "0"]):
         pd.testing.assert_series_equal(lib.read("s", columns=cols).data, s)
     assert lib.read("s", columns=["x"]).data.empty
+
+
+@pytest.mark.parametrize(("data", "want"), [
+    (pd.Series([1.0, 2.0], index=pd.Index([5, 7], name="k"), name="x"), [("k", "INT64"), ("x", "FLOAT64")]),
+    (pd.Series([1.0, 2.0], index=pd.Index(["a", "b"]), name="x"), [("index", "UTF_DYNAMIC64"), ("x", "FLOAT64")]),
+    (pd.Series([1.0, 2.0], index=pd.MultiIndex.from_arrays([pd.to_datetime(["2024", "2025"]), ["a", "b"]],
+                                                             names=["t", "k"]), name="x"),
+     [("t", "NANOSECONDS_UTC64"), ("__idx__k", "UTF_DYNAMIC64"), ("x", "FLOAT64")]),
+    (pd.Series([1.0, 2.0], index=pd.MultiIndex.from_arrays([pd.to_datetime(["2024", "2025"]), ["a", "b"]]),
+               name="x"),
+     [("index", "NANOSECONDS_UTC64"), ("__fkidx__1", "UTF_DYNAMIC64"), ("x", "FLOAT64")]),
+])
+def test_a_series_describes_its_index_among_its_columns(lib: adb.Library, data: pd.Series,
+                                                        want: list[tuple[str, str]]) -> None:
+    lib.write("s", data)
+    d = lib.get_description("s")
+    assert [(c.name, c.dtype.data_type().name) for c in d.columns] == want
+    assert d.index == () and d.index_type == "NA"

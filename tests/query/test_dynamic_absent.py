@@ -43,6 +43,22 @@ def test_plain_read_shows_the_fill(sym: Library) -> None:
     assert df["f"].isna().tolist() == [False, True, True, True, False]
 
 
+@pytest.mark.parametrize("fmt", ["pyarrow", "polars"])
+def test_arrow_output_shows_nulls(sym: Library, fmt: str) -> None:
+    """As ArcticDB: in Arrow and polars output the rows of segments without a column are
+    nulls (of every type), with or without a query; stored None / NaN stay what they are."""
+    q = QueryBuilder()
+    q = q[q["b"] != 6]  # (rows without ``b`` do not pass, as in pandas output)
+    for got, days in ((sym.read("s", output_format=fmt).data, [1, 2, 3, 4, 5]),
+                      (sym.read("s", output_format=fmt, query_builder=q).data, [3, 5])):
+        cols = {c: list(got[c]) if fmt == "polars" else got.column(c).to_pylist() for c in ("a", "b", "s")}
+        full = {"a": [1, 2, None, None, 3], "b": [None, None, 5, 6, 7], "s": ["x", None, None, None, "y"]}
+        keep = [k for k, day in enumerate([1, 2, 3, 4, 5]) if day in days]
+        assert cols == {c: [v[k] for k in keep] for c, v in full.items()}
+    assert sym.read("s", output_format="pyarrow", columns=["b"]).data.column("b").to_pylist() == [
+        None, None, 5, 6, 7]
+
+
 @pytest.mark.parametrize(("column", "make", "days"), [
     ("a", lambda c: c != 1, [2, 5]),
     ("a", lambda c: c < 5, [1, 2, 5]),
