@@ -621,8 +621,7 @@ def _pandas_metadata(table: pa.Table, meta: NormMeta) -> bytes | None:
         # as ArcticDB: the index entries first, a plain column typed from its Arrow type, and
         # only the keys ArcticDB writes
         md["columns"] = [entries[n] for n in index_present if n in entries] + [
-            entries.get(n) or {"name": n, "field_name": n, **_plain_entry(table.schema.field(n).type)}
-            for n in data_names
+            _data_entry(entries.get(n), n, table.schema.field(n).type) for n in data_names
         ]
         kind = ("mixed", "object") if data_names else ("int64", "int64")  # no column: an int64 Index
         md["column_indexes"] = [{"name": None, "field_name": None, "pandas_type": kind[0],
@@ -630,6 +629,20 @@ def _pandas_metadata(table: pa.Table, meta: NormMeta) -> bytes | None:
         return json.dumps({k: md[k] for k in ("index_columns", "column_indexes", "columns")}).encode()
     except (ValueError, TypeError, KeyError, pa.ArrowException):
         return None  # metadata is a convenience; the table itself is complete
+
+
+_NUMPY_NUMBERS = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                            "float16", "float32", "float64"})
+
+
+def _data_entry(entry: dict[str, Any] | None, name: str, typ: pa.DataType) -> dict[str, Any]:
+    """A data column's pandas-metadata entry: pyarrow's (from the zero-row rebuild) where pandas
+    needs it, typed from the Arrow type where that says it all (a zero-row rebuild of a Series
+    may not keep its numpy dtype)."""
+    if entry is None or (entry.get("metadata") is None and entry.get("numpy_type") in _NUMPY_NUMBERS
+                         and (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ))):
+        return {"name": name if entry is None else entry["name"], "field_name": name, **_plain_entry(typ)}
+    return entry
 
 
 def _plain_entry(typ: pa.DataType) -> dict[str, Any]:

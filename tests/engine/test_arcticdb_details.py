@@ -475,3 +475,24 @@ def test_a_series_describes_its_index_among_its_columns(lib: adb.Library, data: 
     d = lib.get_description("s")
     assert [(c.name, c.dtype.data_type().name) for c in d.columns] == want
     assert d.index == () and d.index_type == "NA"
+
+
+def test_pyarrow_output_carries_arcticdbs_pandas_metadata(lib: adb.Library) -> None:
+    import json
+
+    df = pd.DataFrame({"i": np.array([1, 2], dtype="int32"), "f": [1.5, 2.5], "s": ["a", None], "b": [True, False]},
+                      index=pd.date_range("2024", periods=2, name="ts"))
+    lib.write("df", df)
+    lib.write("ser", pd.Series(np.array([1, 2], dtype="int32"), name="v"))
+    lib.write("none", pd.DataFrame(index=pd.RangeIndex(0, 3)))
+    md = json.loads(lib.read("df", output_format="pyarrow").data.schema.metadata[b"pandas"])
+    assert sorted(md) == ["column_indexes", "columns", "index_columns"]
+    assert [(c["name"], c["pandas_type"], c["numpy_type"]) for c in md["columns"]] == [
+        ("ts", "datetime", "datetime64[ns]"), ("i", "int32", "int32"), ("f", "double", "double"),
+        ("s", "unicode", "object"), ("b", "bool", "bool")]
+    assert md["column_indexes"][0]["pandas_type"] == "mixed"
+    ser = lib.read("ser", output_format="pyarrow").data
+    assert [c["pandas_type"] for c in json.loads(ser.schema.metadata[b"pandas"])["columns"]] == ["int32"]
+    assert ser.to_pandas()["v"].dtype == np.int32
+    none = lib.read("none", output_format="pyarrow").data.to_pandas()
+    assert none.columns.dtype == np.int64 and len(none.columns) == 0
