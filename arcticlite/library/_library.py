@@ -1350,6 +1350,8 @@ class Library:
             Return a :class:`LazyDataFrame`.
         output_format : optional
             As for :meth:`read`.
+        arrow_string_format_default, arrow_string_format_per_column : optional
+            As for :meth:`read`.
 
         Returns
         -------
@@ -1402,6 +1404,8 @@ class Library:
         lazy : bool
             Return a :class:`LazyDataFrame`.
         output_format : optional
+            As for :meth:`read`.
+        arrow_string_format_default, arrow_string_format_per_column : optional
             As for :meth:`read`.
 
         Returns
@@ -3170,6 +3174,9 @@ class Library:
             Return a ``LazyDataFrameCollection`` whose ``collect()`` reads them.
         output_format : optional
             As for :meth:`read`.
+        arrow_string_format_default, arrow_string_format_per_column : optional
+            As for :meth:`read`, for every symbol; a ``ReadRequest``'s own default replaces
+            the batch's, and its own per-column dict the batch's dict.
 
         Returns
         -------
