@@ -89,21 +89,22 @@ def unseal(data: Any, kind: int, *, what: str = "") -> tuple[dict[str, Any], mem
     magic, version, k, hlen, blen = _HEAD.unpack_from(mv, 0)
     if magic != MAGIC:
         raise InvalidFileError(f"{label} has bad magic {bytes(magic)!r}; the key is corrupt")
-    newer = UnsupportedVersionError(
-        f"{label} has format version {version}, newer than this arcticlite "
-        f"understands ({FORMAT_VERSION}); upgrade arcticlite to read it"
-    )
+    def newer() -> UnsupportedVersionError:
+        return UnsupportedVersionError(f"{label} has format version {version}, newer than this "
+                                       f"arcticlite understands ({FORMAT_VERSION}); upgrade "
+                                       "arcticlite to read it")
+
     end = _HEAD.size + hlen + blen
     if end + 8 != n:
         if version > FORMAT_VERSION:  # a layout this version does not know
-            raise newer
+            raise newer()
         raise FormatEOFError(f"{label} declares {end + 8} bytes but holds {n}; the key is corrupt")
     stored = bytes(mv[end:n])[::-1]
     if xxhash.xxh3_64_digest(mv[:end]) != stored:
         # checked before the version: a flipped version field is corruption, not a newer writer
         raise ChecksumError(f"{label} fails its checksum; the stored bytes are corrupt")
     if version > FORMAT_VERSION:
-        raise newer
+        raise newer()
     if k != kind:
         raise InvalidFileError(f"expected a {label} but found kind {k}; the key is corrupt")
     try:

@@ -26,6 +26,7 @@ from arcticlite.exceptions import ChecksumError, InvalidFileError
 from arcticlite.format import _codec, _enc_binary, _parallel
 from arcticlite.format import _layout as L
 from arcticlite.format._alloc import empty, populate
+from arcticlite.format._encodings import decode_native
 from arcticlite.format._meta import (
     C_FLAGS,
     P_CHECKSUM,
@@ -189,7 +190,7 @@ def _fixed_job(dst: np.ndarray, dtype: np.dtype[Any], cnt: int, fresh: bool = Fa
             populate((dst,))
         if len(mv) == size and mv[0] == PLAIN_ID:  # plain: one memcpy, outside the GIL
             np.copyto(dst.view(_U8), np.frombuffer(mv, _U8, size - 1, 1))
-        else:
+        elif not decode_native(mv, dst):
             _codec.decode_fixed(mv, dtype, cnt, out=dst)
     return fn
 

@@ -96,6 +96,7 @@ import pyarrow as pa
 
 from arcticlite.exceptions import CorruptDataError, FormatEOFError, InvalidFileError
 from arcticlite.format import _enc_binary as _bin
+from arcticlite.format import _kernels
 from arcticlite.format._alloc import empty
 from arcticlite.format._enc_bitpack import packed_words, unpack_into
 from arcticlite.format._enc_policy import (
@@ -652,6 +653,17 @@ def _normalise_dtype(dtype: np.dtype) -> tuple[np.dtype, np.dtype]:
     return want, work
 
 
+def decode_native(mv: memoryview, out: np.ndarray) -> bool:
+    """Decode the FIXED blob ``mv`` into the contiguous 1-D ``out`` (its length is the value
+    count) in one native call, when the kernels are built and the blob is plain, constant,
+    bit-packed, narrow, byte planes or a delta over these; False (``out`` unspecified) for any
+    other blob, and for every blob :func:`_decode` would refuse (it then says why)."""
+    native = _kernels.NATIVE
+    if native is None or not out.flags.c_contiguous:
+        return False
+    return bool(native.decode_fixed(mv, out.view(np.uint8), out.dtype.itemsize, len(out)))
+
+
 def decode_fixed(
     blob: bytes | memoryview,
     dtype: np.dtype,
@@ -687,8 +699,11 @@ def decode_fixed(
         raise ValueError("count must be >= 0")
     result = _check_out(out, want, count)
     target = result.view(work) if work != want else result
+    mv = region(blob)
+    if decode_native(mv, target):
+        return result
     try:
-        _decode(region(blob), work, count, target, 0)
+        _decode(mv, work, count, target, 0)
     except CorruptDataError:
         raise
     except (ValueError, IndexError, TypeError, OverflowError, MemoryError, OSError) as exc:

@@ -938,7 +938,220 @@ done:
     return result;
 }
 
+/* ----------------------------------------------------------------------- decode_fixed */
+
+/* A FIXED blob (arcticlite/format/_encodings.py) decoded straight into its output, for the
+ * encodings that need no codec: plain, constant, bit-packed, narrow, byte planes and delta over
+ * any of these. Returns 1 when decoded; 0 when the blob is of another encoding or is not
+ * exactly as the Python decoder requires it -- which then decodes it, or says what is wrong.
+ * Values are handled as unsigned integers of the output's width (floats as their bits), as the
+ * Python decoder does; sums and products wrap. */
+enum { ENC_PLAIN = 0, ENC_CONSTANT = 1, ENC_BITPACK = 2, ENC_NARROW = 3, ENC_DELTA = 4,
+       ENC_SPLIT = 12 };
+#define FOR_HDR_SIZE 24   /* <BB6xQQ: id, width, base, factor */
+#define DELTA_HDR_SIZE 16 /* <B7xQ: id, first value */
+#define MAX_NESTING 8
+
+static uint64_t
+read_u64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+#define FILL_LOOP(T)                                                                       \
+    do {                                                                                   \
+        T *d = (T *)dst;                                                                   \
+        for (Py_ssize_t i = 0; i < n; i++)                                                 \
+            d[i] = (T)v;                                                                   \
+    } while (0)
+
+static void
+fill_any(void *dst, Py_ssize_t n, int itemsize, uint64_t v)
+{
+    switch (itemsize) {
+    case 1: memset(dst, (int)(v & 0xff), (size_t)n); break;
+    case 2: FILL_LOOP(uint16_t); break;
+    case 4: FILL_LOOP(uint32_t); break;
+    default: FILL_LOOP(uint64_t); break;
+    }
+}
+
+/* narrow: value i is the little-endian unsigned integer of `width` bytes at src + i * width
+ * (planes: byte k of value i at src + k * n + i); out = value * factor + base */
+#define NARROW_LOOP(S, T)                                                                  \
+    do {                                                                                   \
+        T *d = (T *)dst;                                                                   \
+        if (planes && sizeof(S) > 1) {                                                     \
+            for (Py_ssize_t i = 0; i < n; i++) {                                           \
+                uint64_t a = 0;                                                            \
+                for (size_t k = 0; k < sizeof(S); k++)                                     \
+                    a |= (uint64_t)src[k * n + i] << (8 * k);                              \
+                d[i] = (T)(a * factor + base);                                             \
+            }                                                                              \
+        }                                                                                  \
+        else {                                                                             \
+            for (Py_ssize_t i = 0; i < n; i++) {                                           \
+                S a;                                                                       \
+                memcpy(&a, src + i * sizeof(S), sizeof(S));                                \
+                d[i] = (T)((uint64_t)a * factor + base);                                   \
+            }                                                                              \
+        }                                                                                  \
+    } while (0)
+
+#define NARROW_OUT(S)                                                                      \
+    do {                                                                                   \
+        switch (itemsize) {                                                                \
+        case 1: NARROW_LOOP(S, uint8_t); break;                                            \
+        case 2: NARROW_LOOP(S, uint16_t); break;                                           \
+        case 4: NARROW_LOOP(S, uint32_t); break;                                           \
+        default: NARROW_LOOP(S, uint64_t); break;                                          \
+        }                                                                                  \
+    } while (0)
+
+KERNEL static void
+narrow_any(const unsigned char *src, Py_ssize_t n, int width, int planes, void *dst,
+           int itemsize, uint64_t base, uint64_t factor)
+{
+    switch (width) {
+    case 1: NARROW_OUT(uint8_t); break;
+    case 2: NARROW_OUT(uint16_t); break;
+    case 4: NARROW_OUT(uint32_t); break;
+    default: NARROW_OUT(uint64_t); break;
+    }
+}
+
+#define PREFIX_LOOP(T)                                                                     \
+    do {                                                                                   \
+        T *d = (T *)dst;                                                                   \
+        for (Py_ssize_t i = 1; i < n; i++)                                                 \
+            d[i] = (T)(d[i] + d[i - 1]);                                                   \
+    } while (0)
+
+static void
+prefix_sum_any(void *dst, Py_ssize_t n, int itemsize)
+{
+    switch (itemsize) {
+    case 1: PREFIX_LOOP(uint8_t); break;
+    case 2: PREFIX_LOOP(uint16_t); break;
+    case 4: PREFIX_LOOP(uint32_t); break;
+    default: PREFIX_LOOP(uint64_t); break;
+    }
+}
+
+/* 1: decoded; 0: not handled here; -1: out of memory (runs without the GIL) */
+static int
+decode_fixed_any(const unsigned char *blob, Py_ssize_t len, void *dst, int itemsize,
+                 Py_ssize_t n, int depth)
+{
+    if (depth > MAX_NESTING || len < 1)
+        return 0;
+    int eid = blob[0];
+    if (eid == ENC_PLAIN) {
+        if (len != 1 + n * itemsize)
+            return 0;
+        memcpy(dst, blob + 1, (size_t)(n * itemsize));
+        return 1;
+    }
+    if (eid == ENC_CONSTANT) {
+        if (len != 1 + itemsize)
+            return 0;
+        uint64_t v = 0;
+        memcpy(&v, blob + 1, (size_t)itemsize);
+        fill_any(dst, n, itemsize, v);
+        return 1;
+    }
+    if (eid == ENC_BITPACK || eid == ENC_NARROW || eid == ENC_SPLIT) {
+        if (len < FOR_HDR_SIZE)
+            return 0;
+        int width = blob[1];
+        uint64_t base = read_u64(blob + 8), factor = read_u64(blob + 16);
+        const unsigned char *payload = blob + FOR_HDR_SIZE;
+        if (eid == ENC_BITPACK) {
+            if (width > 64)
+                return 0;
+            Py_ssize_t lanes = (n + 63) / 64;
+            if (len != FOR_HDR_SIZE + 8 * (Py_ssize_t)width * lanes)
+                return 0;
+            if (width == 0) {
+                fill_any(dst, n, itemsize, base);
+                return 1;
+            }
+            if (n == 0)
+                return 1;
+            if (((uintptr_t)payload & 7) == 0) {
+                unpack_any((const uint64_t *)payload, n, lanes, width, dst, itemsize, base, factor);
+                return 1;
+            }
+            size_t bytes = (size_t)(8 * (Py_ssize_t)width * lanes);
+            uint64_t *copy = (uint64_t *)PyMem_RawMalloc(bytes);
+            if (copy == NULL)
+                return -1;
+            memcpy(copy, payload, bytes);
+            unpack_any(copy, n, lanes, width, dst, itemsize, base, factor);
+            PyMem_RawFree(copy);
+            return 1;
+        }
+        if (width != 1 && width != 2 && width != 4 && width != 8)
+            return 0;
+        if (len != FOR_HDR_SIZE + n * width)
+            return 0;
+        narrow_any(payload, n, width, eid == ENC_SPLIT, dst, itemsize, base, factor);
+        return 1;
+    }
+    if (eid == ENC_DELTA) {
+        if (len < DELTA_HDR_SIZE || n < 1)
+            return 0;
+        uint64_t first = read_u64(blob + 8);
+        int got = decode_fixed_any(blob + DELTA_HDR_SIZE, len - DELTA_HDR_SIZE,
+                                   (unsigned char *)dst + itemsize, itemsize, n - 1, depth + 1);
+        if (got != 1)
+            return got;
+        memcpy(dst, &first, (size_t)itemsize); /* the low bytes: little-endian truncation */
+        prefix_sum_any(dst, n, itemsize);
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+native_decode_fixed(PyObject *self, PyObject *args)
+{
+    Py_buffer bbuf, obuf;
+    Py_ssize_t n;
+    int itemsize;
+    if (!PyArg_ParseTuple(args, "y*w*in", &bbuf, &obuf, &itemsize, &n))
+        return NULL;
+    PyObject *result = NULL;
+    if (check_itemsize(itemsize) < 0)
+        goto done;
+    if (n < 0 || obuf.len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "output of %zd bytes is not %zd values of %d bytes",
+                     obuf.len, n, itemsize);
+        goto done;
+    }
+    {
+        int got;
+        Py_BEGIN_ALLOW_THREADS
+        got = decode_fixed_any((const unsigned char *)bbuf.buf, bbuf.len, obuf.buf, itemsize, n, 0);
+        Py_END_ALLOW_THREADS
+        if (got < 0)
+            PyErr_NoMemory();
+        else
+            result = PyBool_FromLong(got);
+    }
+done:
+    PyBuffer_Release(&bbuf);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
 static PyMethodDef native_methods[] = {
+    {"decode_fixed", native_decode_fixed, METH_VARARGS,
+     "decode_fixed(blob, out, itemsize, n) -> bool: a plain, constant, bit-packed, narrow, "
+     "byte-plane or delta blob of n values decoded into out; False (out unspecified) for "
+     "another encoding or a blob the Python decoder would refuse."},
     {"encode_for", native_encode_for, METH_VARARGS,
      "encode_for(src, itemsize, base, g, layout, param, out) -> bool: the offsets "
      "((src - base) mod 2**(8*itemsize)) / g, lane-packed at param bits (layout 0), or their "

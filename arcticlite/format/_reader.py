@@ -94,6 +94,18 @@ def _object_type(t: pa.DataType) -> pa.DataType:
 _read_schema_meta = _guard(read_schema_meta)
 
 
+class _What:
+    """``"out array for column 'x' (type)"``, formatted only when an error message uses it."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: pa.Field) -> None:
+        self.field = field
+
+    def __str__(self) -> str:
+        return f"out array for column {self.field.name!r} ({self.field.type})"
+
+
 class FermionReader:
     """Random access to a Fermion file: metadata, statistics and column reads.
 
@@ -741,7 +753,7 @@ class FermionReader:
     def _into_mode(self, i: int, o: Any, n: int) -> str:
         """How column ``i`` fills ``o`` (see :meth:`read_into`); UserInputException if it cannot."""
         f = self._fields[i]
-        what = f"out array for column {f.name!r} ({f.type})"
+        what = _What(f)
         if not isinstance(o, np.ndarray):
             raise UserInputException(f"{what} is a {type(o).__name__}: pass a numpy array")
         if o.ndim != 1 or not o.flags.c_contiguous:

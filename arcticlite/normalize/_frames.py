@@ -769,9 +769,32 @@ def _datetime_index(col: pa.ChunkedArray, meta: NormMeta, name: Any) -> pd.Datet
     return datetime_index(values, meta, name)
 
 
+def _fast_datetime_index() -> Any:
+    """pandas' constructor of a DatetimeIndex around datetime64[ns] values it need not check
+    (``DatetimeIndex(values)`` re-validates them: ~25 us of a small read), or None."""
+    try:
+        from pandas.core.arrays import DatetimeArray
+
+        make = pd.DatetimeIndex._simple_new
+        build = DatetimeArray._simple_new
+        probe = np.array([0, 1], dtype="M8[ns]")
+        if not make(build(probe, dtype=probe.dtype), name="x").equals(pd.DatetimeIndex(probe)):
+            return None
+    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover - other pandas
+        return None
+    return lambda values, name: make(build(values, dtype=_NS), name=name)
+
+
+_NS = np.dtype("M8[ns]")
+_DATETIME_INDEX = _fast_datetime_index()
+
+
 def datetime_index(values: np.ndarray, meta: NormMeta, name: Any) -> pd.DatetimeIndex:
     """The user's DatetimeIndex (tz, unit, name) around stored naive-UTC ns ``values``
     (zero-copy for a tz-naive nanosecond index)."""
+    if (meta.tz is None and meta.index_unit == "ns" and _DATETIME_INDEX is not None
+            and isinstance(values, np.ndarray) and values.dtype == _NS and values.ndim == 1):
+        return _DATETIME_INDEX(values, name)
     if meta.tz is not None:  # int64 values are UTC: the tz-aware index is the same buffer
         dtype = pd.DatetimeTZDtype("ns", tz_object(meta.tz, meta.tz_library))
         idx = pd.DatetimeIndex(np.asarray(values).view(np.int64), dtype=dtype, name=name, copy=False)
@@ -911,10 +934,18 @@ def column_labels(meta: NormMeta, labels: list[Any]) -> pd.Index:
         if meta.index_kind == "multi" and meta.user_columns:  # (ArcticDB's for a MultiIndex frame)
             return pd.Index([], dtype=object)
         return pd.RangeIndex(0)
+    dtype = _labels_dtype(meta.columns_dtype)
+    if isinstance(dtype, np.dtype) and dtype == _OBJECT and all(type(x) is str for x in labels):
+        values = np.empty(len(labels), dtype=object)
+        values[:] = labels
+        return pd.Index._simple_new(values, name=meta.columns_name)
     try:
-        return pd.Index(labels, dtype=_labels_dtype(meta.columns_dtype), name=meta.columns_name)
+        return pd.Index(labels, dtype=dtype, name=meta.columns_name)
     except (TypeError, ValueError):
         return pd.Index(labels, name=meta.columns_name)
+
+
+_OBJECT = np.dtype(object)
 
 
 @functools.lru_cache(maxsize=64)

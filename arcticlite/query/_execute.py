@@ -34,6 +34,7 @@ from arcticlite.query._builder import ExpressionNode, QueryBuilder
 from arcticlite.query._expr import (
     Evaluator,
     absent_name,
+    absent_of,
     is_absent_name,
     scalar_category,
     scalar_type,
@@ -495,7 +496,7 @@ def run_query(table: pa.Table, meta: Any, plan: QueryPlan, *, backfill: bool = T
     if markers:
         if not backfill:  # Arrow output: the rows of segments without a column are nulls
             for m in markers:
-                name = m[len(absent_name("")):]
+                name = absent_of(m)
                 if name in st.table.column_names:
                     k = st.table.column_names.index(name)
                     col = st.table.column(k)

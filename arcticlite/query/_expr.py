@@ -53,6 +53,12 @@ def is_absent_name(name: str) -> bool:
     return name.startswith(_ABSENT)
 
 
+def absent_of(marker: str) -> str:
+    """The stored column whose absence the marker column ``marker`` (of :func:`absent_name`)
+    marks."""
+    return marker[len(_ABSENT):]
+
+
 @dataclass(frozen=True, slots=True)
 class Val:
     """An evaluated expression: ``kind`` is ``"bitset"``, ``"column"`` or ``"scalar"``;

@@ -16,13 +16,12 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+import pyarrow as pa
 
 from arcticlite.exceptions import CorruptDataError
 
 __all__ = ["MapBounds", "file_in_map"]
 
-_U8 = np.dtype(np.uint8)
 _NODE = struct.Struct("<HHHH")  # an LMDB leaf node's header
 _PGNO = struct.Struct("<Q")
 
@@ -90,7 +89,7 @@ class MapBounds:
         ------
         CorruptDataError
             The value runs past the end of the file (a damaged length field)."""
-        kaddr = np.frombuffer(stored_key, dtype=_U8).__array_interface__["data"][0]  # nothing is read
+        kaddr = pa.py_buffer(stored_key).address  # nothing is read
 
         def holds(b: tuple[int, int] | None) -> bool:
             return b is not None and b[0] + 8 <= kaddr < b[1]

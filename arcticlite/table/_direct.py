@@ -26,6 +26,7 @@ only how fast and in how much memory.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import wait
@@ -58,6 +59,7 @@ class NotDirect(Exception):
     """This read cannot go straight into pandas blocks; use the general path."""
 
 
+@functools.lru_cache(maxsize=256)
 def block_dtype(typ: pa.DataType) -> np.dtype[Any] | None:
     """The numpy dtype pandas gives a column of Arrow type ``typ`` (None: not handled here)."""
     if pa.types.is_integer(typ) or (pa.types.is_floating(typ) and typ.bit_width >= 32):
@@ -361,48 +363,73 @@ def plan(keys: LibraryKeys, sym: str, leaves: np.ndarray, schema: pa.Schema, n_i
          wanted_pos: list[int], rows: tuple[int, int]) -> list[_Job]:
     """One job per segment overlapping ``rows``: which of its columns go where."""
     a, b = rows
-    index_names = [schema.field(i).name for i in range(n_index)]
     start = leaves["start_row"].astype(np.int64)
     stop = leaves["end_row"].astype(np.int64)
     keep = (start < b) & (stop > a)
-    leaves, start, stop = leaves[keep], start[keep], stop[keep]
+    if not keep.all():
+        leaves, start, stop = leaves[keep], start[keep], stop[keep]
     if not len(leaves):
         return []
     # the row groups must tile [a, b) exactly (they always do; anything else is not ours to fix)
-    group_start = np.unique(start)
-    group_stop = np.unique(stop)
-    if (len(group_start) != len(group_stop) or group_start[0] > a or group_stop[-1] < b
-            or (group_start[1:] != group_stop[:-1]).any()):
+    if len(leaves) == 1:
+        tiled = int(start[0]) <= a and int(stop[0]) >= b
+    else:
+        group_start = np.unique(start)
+        group_stop = np.unique(stop)
+        tiled = (len(group_start) == len(group_stop) and group_start[0] <= a and group_stop[-1] >= b
+                 and not (group_start[1:] != group_stop[:-1]).any())
+    if not tiled:
         raise NotDirect("row groups do not tile the rows")
     digests = hex_digests(leaves)
-    lo = np.maximum(start, a)
-    hi = np.minimum(stop, b)
-    off = leaves["seg_offset"].astype(np.int64)
+    names = schema.names
+    index_names = names[:n_index]
+    starts, stops = start.tolist(), stop.tolist()
+    col_lo, col_hi = leaves["start_col"].tolist(), leaves["end_col"].tolist()
     wanted = np.asarray(wanted_pos, dtype=np.int64)
     cols: list[list[str]] = []
-    for i in range(len(leaves)):
-        c0, c1 = int(leaves[i]["start_col"]), int(leaves[i]["end_col"])
-        sel = wanted[(wanted >= c0) & (wanted < c1)]
-        cols.append([schema.field(n_index + int(p)).name for p in sel])
+    for c0, c1 in zip(col_lo, col_hi, strict=True):
+        sel = wanted if (len(wanted) and c0 <= int(wanted.min()) and int(wanted.max()) < c1) \
+            else wanted[(wanted >= c0) & (wanted < c1)]
+        cols.append([names[n_index + p] for p in sel.tolist()])
     if index_names:  # each row group's index comes from one of its segments, one with data if any
         carrier: dict[int, int] = {}
-        for i in range(len(leaves)):
-            s = int(start[i])
+        for i, s in enumerate(starts):
             if s not in carrier or (cols[i] and not cols[carrier[s]]):
                 carrier[s] = i
         for i in carrier.values():
             cols[i] = index_names + cols[i]
-    return [
-        _Job(keys.tdata(sym, digests[i]), cols[i], int(off[i] + lo[i] - start[i]), int(off[i] + hi[i] - start[i]),
-             int(lo[i] - a), int(leaves[i]["nbytes"]) * int(hi[i] - lo[i]) // max(1, int(leaves[i]["seg_rows"])))
-        for i in range(len(leaves)) if cols[i]
-    ]
+    jobs = []
+    for i, (off, nbytes, seg_rows) in enumerate(zip(leaves["seg_offset"].tolist(), leaves["nbytes"].tolist(),
+                                                    leaves["seg_rows"].tolist(), strict=True)):
+        if cols[i]:
+            lo, hi = max(starts[i], a), min(stops[i], b)
+            jobs.append(_Job(keys.tdata(sym, digests[i]), cols[i], off + lo - starts[i], off + hi - starts[i],
+                             lo - a, nbytes * (hi - lo) // max(1, seg_rows)))
+    return jobs
 
 
 try:  # pandas >= 3 has a public constructor; 2.x builds the manager the way pyarrow does
     from pandas.api.internals import create_dataframe_from_blocks as _from_blocks
 except ImportError:
     _from_blocks = None
+
+
+def _block(arr: np.ndarray, placement: list[int]) -> Any:
+    """pandas 2's block of the 2-D ``arr`` at ``placement``: numbers and bools built directly
+    (``make_block`` checks and coerces what they never need: ~10 us a block), others by
+    ``make_block``."""
+    if _new_block is not None and arr.dtype.kind in "biuf":
+        return _new_block(arr, placement=_BlockPlacement(np.asarray(placement, dtype=np.intp)), ndim=2)
+    from pandas.core.internals.api import make_block
+
+    return make_block(arr, placement=placement)
+
+
+try:  # pandas 2.x internals (only used when pandas has no public constructor, above)
+    from pandas._libs.internals import BlockPlacement as _BlockPlacement
+    from pandas.core.internals.blocks import new_block as _new_block
+except ImportError:  # pragma: no cover - other pandas
+    _new_block = None
 
 
 def frame(blocks: Blocks, index: pd.Index, columns: pd.Index) -> pd.DataFrame:
@@ -413,9 +440,8 @@ def frame(blocks: Blocks, index: pd.Index, columns: pd.Index) -> pd.DataFrame:
             return _from_blocks([(arr, np.asarray(pl)) for arr, pl in pairs],
                                 index=index, columns=columns)
         from pandas.core.internals import BlockManager
-        from pandas.core.internals.api import make_block
 
-        mgr = BlockManager([make_block(arr, placement=pl) for arr, pl in pairs], [columns, index])
+        mgr = BlockManager([_block(arr, pl) for arr, pl in pairs], [columns, index])
         return pd.DataFrame._from_mgr(mgr, mgr.axes)
     except (ImportError, AttributeError, TypeError):  # pragma: no cover - other pandas internals
         data = {pos: arr[j] for arr, pl in pairs for j, pos in enumerate(pl)}

@@ -273,10 +273,13 @@ class Append(Operation):
         e, sym, table, meta = self.engine, self.sym, self.table, self.meta
         index = e.index(sym, self.sink)
         first, last = self.first, self.last
+        def rows_alone(kind: str) -> VersionRecord:  # the new rows are the whole symbol
+            return data_record(kind, head, seq, index=index.build(self._new_segments()), meta=meta,
+                               schema=norm.value_schema(table.schema), first=first, last=last,
+                               sorted_=self.sorted, metadata=self.metadata)
+
         if base is None:
-            return data_record("write" if head is None else "append", head, seq, index=index.build(self._new_segments()),
-                               meta=meta, schema=norm.value_schema(table.schema), first=first, last=last, sorted_=self.sorted,
-                               metadata=self.metadata)
+            return rows_alone("write" if head is None else "append")
         if not table.num_rows and (base.pickled or meta_of(base).kind != meta.kind):
             return same_data(head, base, seq, "append", self.metadata)
         if base.pickled:
@@ -299,9 +302,7 @@ class Append(Operation):
                 and bmeta.index_kind != meta.index_kind):
             # a Series written with no row (a timestamp index of no value) takes the index of
             # the first rows appended under dynamic schema, as ArcticDB
-            return data_record("append", head, seq, index=index.build(self._new_segments()), meta=meta,
-                               schema=norm.value_schema(table.schema), first=first, last=last,
-                               sorted_=self.sorted, metadata=self.metadata)
+            return rows_alone("append")
         if order_first:
             refuse_order()
         schema = norm.common_schema(bmeta, bschema, meta, norm.value_schema(table.schema), dynamic=e.options.dynamic_schema,
