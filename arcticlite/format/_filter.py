@@ -88,10 +88,15 @@ def expression(terms: list[Term]) -> pc.Expression | None:
             e = f > t.value
         elif t.op == ">=":
             e = f >= t.value
-        elif t.op == "in":
-            e = f.isin(t.value)
-        elif t.op == "not in":
-            e = ~f.isin(t.value)
+        elif t.op in ("in", "not in"):
+            if any(isinstance(v, float) for v in t.value) and all(
+                    isinstance(v, int | float) and not isinstance(v, bool) for v in t.value):
+                # -0.0 equals 0.0, but Arrow's sets hash their bits
+                e = pc.add(f, 0.0).isin([v + 0.0 for v in t.value])
+            else:
+                e = f.isin(t.value)
+            if t.op == "not in":
+                e = ~e
         elif t.op == "isnull":
             e = f.is_null(nan_is_null=True)
         elif t.op == "notnull":

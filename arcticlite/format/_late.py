@@ -57,6 +57,8 @@ def term_mask(arr: Any, term: F.Term) -> np.ndarray:
             values = pa.array(list(term.value))
             if values.type != arr.type and not pa.types.is_dictionary(arr.type):
                 values = values.cast(arr.type)
+            if pa.types.is_floating(arr.type):  # -0.0 equals 0.0, but Arrow's sets hash bits
+                arr, values = pc.add(arr, 0.0), pc.add(values, 0.0)
             res = pc.is_in(arr, value_set=values)
             if term.op == "not in":
                 res = pc.invert(res)

@@ -105,6 +105,8 @@ def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple
     for i, (_, column, op) in enumerate(specs):
         cols[f"__v{i}"] = _prepare(ev.column(column), op, column, clause)
         aggs.append((f"__v{i}", op if op != "count" else "count"))
+    if pa.types.is_floating(keys.type):  # -0.0 and 0.0 are one group (0.0), as they are equal
+        cols["__key"] = keys = pc.add(keys, pa.scalar(0.0, keys.type))
     t = pa.table(cols)
     if keys.null_count or pa.types.is_floating(keys.type):  # rows without a key (null / NaN) go
         t = t.filter(pc.invert(pc.is_null(keys, nan_is_null=True)))

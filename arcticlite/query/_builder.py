@@ -630,6 +630,10 @@ class QueryBuilder:
         ------
         ArcticException
             No :meth:`groupby` or :meth:`resample` comes before it.
+        UserInputException
+            An operator the grouping does not have (``first`` / ``last`` after
+            :meth:`groupby`, an unknown name), or a spec that is not ``"op"`` or
+            ``("col", "op")``.
 
         Examples
         --------
@@ -642,8 +646,14 @@ class QueryBuilder:
         >>> lib.read("T", query_builder=q).data.sort_index()["mean_px"].to_dict()
         {'A': 2.0, 'B': 2.0, 'C': 4.0}
         """
-        if not any(n in ("groupby", "resample") for n, _ in self.clauses):
+        last = next((n for n, _ in reversed(self.clauses) if n in ("groupby", "resample")), None)
+        if last is None:
             raise ArcticException("Aggregation only makes sense after groupby or resample")
+        from arcticlite.query._aggregate import GROUPBY_OPS, RESAMPLE_OPS, parse_aggregations
+
+        # an operator the grouping does not have is refused here, as ArcticDB does (not on read)
+        parse_aggregations(dict(aggregations), GROUPBY_OPS if last == "groupby" else RESAMPLE_OPS,
+                           "" if last == "groupby" else " to resample")
         return self._add("aggregate", dict(aggregations))
 
     def resample(self, rule: str | pd.DateOffset, closed: str | None = None, label: str | None = None,

@@ -224,9 +224,12 @@ def plan_query(query: Any, meta: Any, *, total_rows: int, row_range: tuple[int, 
     ``columns`` is combined with an aggregation, as ArcticDB does.
     """
     clauses = _clauses(query)
-    dated = index_range is not None or any(n == "date_range" for n, _ in clauses)
-    for name, arg in clauses:
-        if name == "resample" and dated and str(arg[4]) in ("start", "end", "start_day", "end_day"):
+    # as ArcticDB: refused when the resample is the first clause after the date range (a clause
+    # between them makes the origin the first row it keeps), unless the range is empty (reversed)
+    dated = (index_range is not None and index_range[0] <= index_range[1]) or any(n == "date_range" for n, _ in clauses)
+    for k, (name, arg) in enumerate(clauses):
+        if name == "resample" and dated and str(arg[4]) in ("start", "end", "start_day", "end_day") \
+                and all(n == "date_range" for n, _ in clauses[:k]):
             raise UserInputException(
                 'E_INVALID_USER_ARGUMENT Resampling origins ["start", "end", "start_day", "end_day"] are not '
                 f"supported in conjunction with date range (origin={arg[4]!r}): use origin='epoch' or a timestamp")
@@ -359,6 +362,10 @@ def _project(st: _State, name: str, expr: Any) -> None:
         stored = name if name not in st.table.column_names else f"{name}__projected"
         st.table = st.table.append_column(stored, data)
         st.names[name] = stored
+        if stored != name:  # named like the index: a column of that name beside it, as ArcticDB
+            m = st.meta
+            st.meta = replace(m, columns=(*m.columns, stored), user_columns=(*m.user_columns, name),
+                              column_hints=(*m.column_hints, "") if m.column_hints else ())
     marker = absent_name(stored)
     if marker in st.table.column_names:
         st.table = st.table.drop_columns([marker])

@@ -510,10 +510,10 @@ class Evaluator:
                     else:
                         data = data.cast(pa.int64())
                         vs = pa.array([v for v in pyvals if -(2**63) <= v < 2**63], pa.int64())
-                else:
-                    data = data.cast(pa.float64(), safe=False)
+                else:  # (+ 0.0: -0.0 and 0.0 are equal, and Arrow's sets hash their bits)
+                    data = pc.add(data.cast(pa.float64(), safe=False), 0.0)
                     # NaN equals nothing, in a set too (ArcticDB): isin never matches it
-                    vs = pa.array([float(v) for v in pyvals if float(v) == float(v)], pa.float64())
+                    vs = pa.array([float(v) + 0.0 for v in pyvals if float(v) == float(v)], pa.float64())
             else:
                 vs = pa.array([_py_scalar(v) for v in values if not isinstance(v, bytes)], data.type)
             mask = pc.is_in(data, value_set=vs).fill_null(False)

@@ -178,6 +178,12 @@ class _EnvHandle:
             raise StorageException(f"this liblmdb supports keys of {limit} bytes; need {_MAX_KEY}")
         self.generation = 0  # bumped by every resize in this process
         self.map = MapBounds(self.path, lambda: self.env.stat()["psize"])  # values are checked against it
+        self.file = _file_id(path)
+
+    def current(self) -> bool:
+        """Whether the data file at the path is still the one this environment opened (not
+        deleted, nor replaced by another store since)."""
+        return self.file is not None and _file_id(self.path) == self.file
 
     @staticmethod
     def _open(path: str, map_size: int, read_only: bool, lock: bool) -> Any:
@@ -242,6 +248,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _file_id(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the store's data file, None where there is none."""
+    try:
+        st = os.stat(os.path.join(path, "data.mdb"))
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _acquire(path: str, map_size: int, read_only: bool = False) -> _EnvHandle:
     key = (os.getpid(), path)
     with _registry_lock:
@@ -253,6 +268,11 @@ def _acquire(path: str, map_size: int, read_only: bool = False) -> _EnvHandle:
                 "operation is running)"
             )
         handle = _registry.get(key)
+        if handle is not None and not handle.current():
+            # the directory was deleted (or another store put in its place) while this process
+            # had it open: a new connection opens what is there now, not the unlinked file;
+            # connections already open keep theirs until they close
+            handle = None
         if handle is None:
             handle = _EnvHandle(path, map_size, read_only)
             _registry[key] = handle
@@ -273,7 +293,8 @@ def _release(handle: _EnvHandle) -> None:
         handle.refs -= 1
         if handle.refs > 0:
             return
-        _registry.pop((handle.pid, handle.path), None)
+        if _registry.get((handle.pid, handle.path)) is handle:  # (not a newer one on the path)
+            _registry.pop((handle.pid, handle.path))
         # under the registry lock, so that a concurrent open of this path waits for the close
         with handle.lock.exclusive(), contextlib.suppress(Exception):
             handle.env.close()

@@ -373,6 +373,9 @@ def read_arrow(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
     return table, meta
 
 
+_TIMESTAMP_NS = pa.timestamp("ns")
+
+
 def read_pandas(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
                 pools: Pools | None = None) -> pd.DataFrame | None:
     """``plan`` read straight into the blocks of a DataFrame (:mod:`._direct`); None when the
@@ -382,7 +385,7 @@ def read_pandas(store: KVStore, keys: LibraryKeys, plan: ReadPlan, *,
     if plan.query is not None or plan.dynamic or meta.kind != "dataframe" or plan.deltas is not None:
         return None
     if meta.index_kind == "datetime":
-        if n_index != 1 or meta.index_hints[:1] != ("dt",) or schema.field(0).type != pa.timestamp("ns"):
+        if n_index != 1 or meta.index_hints[:1] != ("dt",) or schema.field(0).type != _TIMESTAMP_NS:
             return None
     elif meta.index_kind not in ("range", "none") or n_index:
         return None

@@ -238,3 +238,41 @@ def test_arcticdb_refusals_at_build_time_and_nan_in_sets() -> None:
     resample = adb.QueryBuilder().resample("2D", origin="start").agg({"a": "sum"})
     with pytest.raises(UserInputException, match="origins"):
         lib.read("s", date_range=(pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-03")), query_builder=resample)
+
+
+def test_resample_from_the_first_row_with_a_date_range_after_another_clause() -> None:
+    """As ArcticDB: ``origin="start"`` (or ``end``, ``*_day``) with a date range is refused only
+    when the resample is the first clause; after a filter the buckets start at the first row it
+    keeps; a reversed (empty) date range gives an empty result."""
+    import arcticlite as adb
+
+    lib = adb.Arctic("mem://").create_library("origins")
+    df = pd.DataFrame({"f": np.arange(20.0)},
+                      index=pd.date_range("2024-01-01 09:00:00", periods=20, freq="17s"))
+    lib.write("s", df)
+    dr = (pd.Timestamp("2024-01-01 09:01:40"), pd.Timestamp("2024-01-01 09:08:20"))
+    q = adb.QueryBuilder()
+    q = q[q["f"] > 0].resample("30s", origin="start").agg({"f": "sum"})
+    got = lib.read("s", query_builder=q, date_range=dr).data
+    kept = df.loc[dr[0]:dr[1]]
+    assert got.equals(kept.resample("30s", origin="start").agg({"f": "sum"}).loc[lambda d: d.f != 0])
+    first = adb.QueryBuilder().resample("30s", origin="start").agg({"f": "sum"})
+    with pytest.raises(UserInputException, match="origins"):
+        lib.read("s", query_builder=first, date_range=dr)
+    assert lib.read("s", query_builder=first, date_range=(dr[1], dr[0])).data.empty
+
+
+def test_a_projection_named_like_the_index_is_a_column_of_that_name() -> None:
+    """As ArcticDB: ``apply("ts", ...)`` where the index is named ``ts`` adds a column ``ts``
+    beside the index (a later clause by that name takes the column)."""
+    import arcticlite as adb
+
+    lib = adb.Arctic("mem://").create_library("proj")
+    idx = pd.DatetimeIndex(pd.date_range("2024-01-01", periods=3), name="ts")
+    lib.write("s", pd.DataFrame({"i": [1, 2, 3]}, index=idx))
+    q = adb.QueryBuilder()
+    got = lib.read("s", query_builder=q.apply("ts", q["i"] * 2)).data
+    assert got.index.name == "ts" and list(got.columns) == ["i", "ts"] and got["ts"].tolist() == [2, 4, 6]
+    q = adb.QueryBuilder()
+    q = q.apply("ts", q["i"] * 2)
+    assert lib.read("s", query_builder=q[q["ts"] > 2]).data["i"].tolist() == [2, 3]

@@ -110,3 +110,20 @@ def test_timestamp_arithmetic_is_int64_nanoseconds_with_nat_as_numpy_views_it(li
     q = QueryBuilder()
     got = lib.read("s", query_builder=q.apply("p", q["t"] + 1)).data["p"]
     assert got.dtype == np.int64 and got.tolist() == [978_307_200_000_000_001, -(2**63) + 1]
+
+
+def test_negative_zero_is_zero_in_sets_and_groups(lib: Library) -> None:
+    """-0.0 equals 0.0: ``isin`` / ``isnotin`` match both (also where pages are judged before
+    decoding), an int column's ``isin([-0.0])`` matches 0, and a group-by puts both in group 0.0."""
+    f = [1.0, -0.0, 2.0, 0.0, 3.0, -0.0]
+    df = pd.DataFrame({"f": f, "i": [0, 1, 2, 0, 4, 5]}, index=pd.date_range("2000-01-01", periods=6))
+    lib.write("s", df)
+    for value in (0, 0.0, -0.0):
+        assert _filtered(lib, lambda q, value=value: q["f"].isin([value, 9.5]))["i"].tolist() == [1, 0, 5]
+        assert _filtered(lib, lambda q, value=value: q["f"].isnotin([value]))["i"].tolist() == [0, 2, 4]
+        assert _filtered(lib, lambda q, value=value: (q["f"] * -1).isin([value]))["i"].tolist() == [1, 0, 5]
+    assert _filtered(lib, lambda q: q["i"].isin([-0.0, 1.5]))["f"].tolist() == [1.0, 0.0]
+    q = QueryBuilder().groupby("f").agg({"i": "sum"})
+    got = lib.read("s", query_builder=q).data.sort_index()
+    assert got.index.tolist() == [0.0, 1.0, 2.0, 3.0] and got["i"].tolist() == [6, 0, 2, 4]
+    assert not np.signbit(got.index[0])

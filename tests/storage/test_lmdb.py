@@ -295,3 +295,26 @@ def test_closed_store_refuses_use(tmp_path: Path) -> None:
     s.close()
     with pytest.raises(StorageException, match="closed"):
         s.read("k")
+
+
+def test_a_store_deleted_while_open_is_opened_afresh(tmp_path: Path) -> None:
+    """A directory deleted (and made again) while a connection still has it open: a new
+    connection opens what is on disk now, not the deleted file; closing the old connection
+    leaves the new one working."""
+    import shutil
+
+    import pandas as pd
+
+    from arcticlite import Arctic
+
+    path = tmp_path / "s"
+    old_store = LmdbStore(str(path))  # the only connection to the first store
+    old_store.write("key", b"old")
+    shutil.rmtree(path)
+    assert old_store.read("key") == b"old"  # (it still reads the deleted file)
+    new = Arctic(f"lmdb://{path}")
+    assert new.list_libraries() == []
+    new.create_library("lib").write("sym", pd.DataFrame({"a": [3]}))
+    old_store.close()
+    assert new["lib"].read("sym").data["a"].tolist() == [3]
+    assert Arctic(f"lmdb://{path}")["lib"].read("sym").data["a"].tolist() == [3]
