@@ -55,7 +55,16 @@ def versions(value: Any) -> list[int]:
     items = [value] if _is_int(value) else value
     if not isinstance(items, list | tuple | set | range) or not all(_is_int(v) for v in items):
         raise UserInputException(f"versions must be a version id or a list of them, got {value!r}")
-    return [int(v) for v in items]
+    return [version_id(v) for v in items]
+
+
+def version_id(value: Any) -> int:
+    """A version number to delete or snapshot: version numbers are never negative (ArcticDB's
+    ``TypeError``; a negative ``as_of`` of a read counts back from the latest instead)."""
+    if not _is_int(value) or value < 0:
+        raise TypeError(f"a version number must be an int of 0 or more, got {value!r}; version "
+                        "numbers count up from 0 (list_versions shows them)")
+    return int(value)
 
 
 def regex(value: Any) -> re.Pattern[str] | None:

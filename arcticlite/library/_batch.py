@@ -28,6 +28,7 @@ from arcticlite.library._types import (
     ReadRequest,
     VersionRequestType,
 )
+from arcticlite.normalize import as_of_to_ns
 from arcticlite.progress import Progress
 from arcticlite.version import encode_metadata
 
@@ -46,14 +47,24 @@ _CATEGORIES: list[tuple[type[Exception], ErrorCode, ErrorCategory]] = [
 ]
 
 
-def _version_request(as_of: Any) -> tuple[VersionRequestType, Any]:
+NO_VERSION_REQUEST = object()
+"""``as_of`` of a batch item that names no version to read (a deletion): its ``DataError`` has
+no ``version_request_type``, as ArcticDB's."""
+
+
+def _version_request(as_of: Any) -> tuple[VersionRequestType | None, Any]:
+    if as_of is NO_VERSION_REQUEST:
+        return None, None
     if as_of is None:
         return VersionRequestType.LATEST, None
     if isinstance(as_of, str):
         return VersionRequestType.SNAPSHOT, as_of
     if isinstance(as_of, int):
         return VersionRequestType.SPECIFIC, as_of
-    return VersionRequestType.TIMESTAMP, as_of
+    try:  # a time: its nanoseconds since the epoch (UTC), as ArcticDB reports it
+        return VersionRequestType.TIMESTAMP, as_of_to_ns(as_of)
+    except (ArcticException, TypeError, ValueError, OverflowError):
+        return VersionRequestType.TIMESTAMP, as_of
 
 
 def to_data_error(symbol: str, exc: Exception, as_of: Any = None) -> DataError:

@@ -2687,6 +2687,9 @@ class Library:
             raise InternalException("E_INVALID_ARGUMENT: give skip_symbols or versions, not both")
         if not versions:
             versions = None  # ArcticDB's rule: an empty dict (like None) snapshots every symbol
+        else:
+            for v in versions.values():
+                args.version_id(v)
         if self._snapshots.exists(snapshot_name):
             raise InternalException(f"Snapshot with name {snapshot_name} already exists")
         self._check_not_deleted()
@@ -3379,7 +3382,8 @@ class Library:
         Parameters
         ----------
         delete_requests : list of str or DeleteRequest
-            A name deletes every version of the symbol; a ``DeleteRequest`` names versions.
+            A name deletes every version of the symbol; a ``DeleteRequest`` names versions
+            (an empty list of them, as in ArcticDB, deletes every version).
 
         Returns
         -------
@@ -3405,7 +3409,11 @@ class Library:
         """
         reqs = [d if isinstance(d, DeleteRequest) else DeleteRequest(symbol=d, version_ids=None)  # type: ignore[arg-type]
                 for d in delete_requests]
-        return self._run_batch("delete_batch", reqs, lambda r: self.delete(r.symbol, r.version_ids), lambda r: r.symbol)
+        for r in reqs:  # a negative version number is refused before anything is deleted
+            if r.version_ids:
+                args.versions(r.version_ids)
+        return self._run_batch("delete_batch", reqs, lambda r: self.delete(r.symbol, r.version_ids or None),
+                               lambda r: r.symbol, lambda _r: batch.NO_VERSION_REQUEST)
 
     @_mutates
     def compact_data_batch(self, symbols: list[str], rows_per_segment: int | None = None,

@@ -31,7 +31,7 @@ def resolve(versions: VersionEngine, snapshots: Snapshots, sym: str, as_of: Any,
         if sym not in snap["symbols"]:
             raise missing(f"E_NO_SUCH_VERSION: symbol {sym!r} is not in snapshot {as_of!r}")
         return versions.record(sym, int(snap["symbols"][sym]))  # a snapshot keeps its versions
-    if isinstance(as_of, bool) or isinstance(as_of, float | np.floating):
+    if isinstance(as_of, float | np.floating):  # (a bool is the int it is: True is version 1)
         raise ArcticException("Unexpected combination of read parameters: as_of must be int, str or datetime")
     if isinstance(as_of, int | np.integer) and not isinstance(as_of, np.datetime64):
         if isinstance(as_of, np.integer):

@@ -226,3 +226,34 @@ def test_write_batch_of_unlike_symbols_stores_each_as_compactly_as_a_write(lib: 
         batch_bytes = sizes[s][KeyType.TABLE_DATA].bytes_compressed
         alone_bytes = sizes[f"alone_{s}"][KeyType.TABLE_DATA].bytes_compressed
         assert batch_bytes <= 1.15 * alone_bytes, (s, batch_bytes, alone_bytes)
+
+
+def test_delete_batch_as_arcticdb_takes_it(lib: Library) -> None:
+    """An empty list of versions deletes the whole symbol; a failed item names no version
+    request; a negative version number is refused (``TypeError``) before anything is deleted."""
+    for s in ("t", "t", "u", "u"):
+        lib.write(s, frame(2))
+    with pytest.raises(TypeError, match="0 or more"):
+        lib.delete_batch(["u", DeleteRequest("t", [-1])])
+    assert sorted(lib.list_symbols()) == ["t", "u"]
+    with pytest.raises(TypeError):
+        lib.delete("t", versions=-1)
+    with pytest.raises(TypeError):
+        lib.snapshot("snap", versions={"t": -1})
+    assert lib.list_snapshots() == {} and len(lib.list_versions("t")) == 2
+    out = lib.delete_batch([DeleteRequest("t", []), DeleteRequest("u", [5])])
+    assert out[0] is None and isinstance(out[1], DataError)
+    assert out[1].version_request_type is None and out[1].error_code == ErrorCode.E_NO_SUCH_VERSION
+    assert lib.list_symbols() == ["u"] and lib.list_versions("t") == {}
+    lib.delete("u", versions=[])  # (delete itself: an empty list deletes nothing)
+    assert len(lib.list_versions("u")) == 2
+
+
+def test_read_batch_error_reports_a_time_as_nanoseconds(lib: Library) -> None:
+    import datetime as dt
+
+    lib.write("s", frame(2))
+    for when in (dt.datetime(2000, 1, 1), pd.Timestamp("2000-01-01")):
+        (err,) = lib.read_batch([ReadRequest("s", as_of=when)])
+        assert isinstance(err, DataError) and err.version_request_type == VersionRequestType.TIMESTAMP
+        assert err.version_request_data == 946_684_800_000_000_000

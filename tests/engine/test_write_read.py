@@ -283,11 +283,21 @@ def test_read_as_of(lib: Library) -> None:
         lib.read("other", as_of="snap1")  # the snapshot does not hold the symbol
 
 
-@pytest.mark.parametrize("as_of", [1.0, np.int64(0), True], ids=["float", "np-int64", "bool"])
+@pytest.mark.parametrize("as_of", [1.0, np.int64(0)], ids=["float", "np-int64"])
 def test_read_as_of_bad_type(lib: Library, as_of: object) -> None:
     lib.write("s", frame(2))
     with pytest.raises(ArcticException):
         lib.read("s", as_of=as_of)
+
+
+def test_read_as_of_a_bool_is_that_version_number(lib: Library) -> None:
+    """As ArcticDB: ``True`` is version 1 and ``False`` version 0 (a bool is an int)."""
+    lib.write("s", frame(2))
+    assert lib.read("s", as_of=False).version == 0
+    with pytest.raises(NoSuchVersionException):
+        lib.read("s", as_of=True)
+    lib.write("s", frame(3))
+    assert lib.read("s", as_of=True).version == 1 and lib.has_symbol("s", as_of=True)
 
 
 def test_negative_as_of_counts_deleted_versions(lib: Library) -> None:
