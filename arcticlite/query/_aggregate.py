@@ -92,19 +92,26 @@ def _finish(result: pa.ChunkedArray, op: str, source_type: pa.DataType) -> pa.Ch
 
 
 def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple[str, str, str]],
-              clause: str) -> tuple[pa.ChunkedArray, list[tuple[str, pa.ChunkedArray]]]:
-    """Group ``ev.table`` by ``keys`` and reduce ``specs``; returns (group keys, outputs)."""
+              clause: str) -> tuple[pa.ChunkedArray, list[tuple[str, pa.ChunkedArray]], dict[str, pa.Array]]:
+    """Group ``ev.table`` by ``keys`` and reduce ``specs``; returns (group keys, outputs, the
+    groups whose output is missing: by output name, where its column is absent from every row
+    of the group (dynamic schema; ArcticDB's later clauses see no value there))."""
     dictionary = None
+    absent = {column: ev.absent(column) for _, column, _ in specs}
     if pa.types.is_dictionary(keys.type):  # codes into per-segment dictionaries: group on codes
         keys, dictionary = _global_codes(keys)
         values = [_prepare(ev.column(column), op, column, clause, nan_to_null=False) for _, column, op in specs]
-        if all(_dense.supported(v.type, op) for v, (_, _, op) in zip(values, specs, strict=True)):
-            return _dense_aggregate(ev, keys, dictionary, specs, values)
+        if all(_dense.supported(v.type, op) for v, (_, _, op) in zip(values, specs, strict=True)) \
+                and all(a is None for a in absent.values()):
+            return (*_dense_aggregate(ev, keys, dictionary, specs, values), {})
     cols: dict[str, Any] = {"__key": keys}
     aggs = []
     for i, (_, column, op) in enumerate(specs):
         cols[f"__v{i}"] = _prepare(ev.column(column), op, column, clause)
         aggs.append((f"__v{i}", op if op != "count" else "count"))
+        if absent[column] is not None:  # rows of the group that hold the column
+            cols[f"__p{i}"] = pc.invert(absent[column]).cast(pa.uint8())
+            aggs.append((f"__p{i}", "sum"))
     if pa.types.is_floating(keys.type):  # -0.0 and 0.0 are one group (0.0), as they are equal
         cols["__key"] = keys = pc.add(keys, pa.scalar(0.0, keys.type))
     t = pa.table(cols)
@@ -112,13 +119,19 @@ def aggregate(ev: Evaluator, keys: pa.Array | pa.ChunkedArray, specs: list[tuple
         t = t.filter(pc.invert(pc.is_null(keys, nan_is_null=True)))
     grouped = t.group_by("__key", use_threads=False).aggregate(aggs)
     outputs = []
-    for i, (name, _, op) in enumerate(specs):
-        source = ev.column(specs[i][1]).type
+    missing: dict[str, pa.Array] = {}
+    for i, (name, column, op) in enumerate(specs):
+        source = ev.column(column).type
         outputs.append((name, _finish(grouped.column(f"__v{i}_{op}"), op, source)))
+        if absent[column] is not None:
+            none = pc.equal(grouped.column(f"__p{i}_sum").combine_chunks(), 0)
+            # (a group-by's sum of no value is 0, a value, unless no row read has the column)
+            if none.true_count and (op != "sum" or clause != "Aggregation" or none.true_count == len(none)):
+                missing[name] = none
     groups = grouped.column("__key")
     if dictionary is not None:
         groups = pa.chunked_array([dictionary.take(groups.combine_chunks())])
-    return groups, outputs
+    return groups, outputs, missing
 
 
 def _dense_aggregate(ev: Evaluator, codes: pa.ChunkedArray, dictionary: pa.Array, specs: list[tuple[str, str, str]],

@@ -418,13 +418,24 @@ def _groupby(st: _State, key: str, aggs: dict[str, Any]) -> None:
     ev = st.evaluator("GroupByClause")
     keys = ev.column(key, codes=True)
     ev.clause = "AggregationClause"
-    groups, outputs = aggregate(ev, keys, specs, "Aggregation")
+    groups, outputs, missing = aggregate(ev, keys, specs, "Aggregation")
     kstored = st.resolve(key)
     if st.meta.index_columns and kstored == st.meta.index_columns[0] and st.meta.index_kind == "datetime":
         index: pd.Index = _dt_index(np.asarray(groups.cast(pa.int64()).to_numpy(), dtype=np.int64), st.meta, key)
     else:
         index = pd.Index(groups.to_pandas(), name=key)
     st.__init__(*_frame(index, outputs))  # type: ignore[misc]
+    _mark_missing(st, missing)
+
+
+def _mark_missing(st: _State, missing: dict[str, pa.Array]) -> None:
+    """Mark the aggregates of groups that saw no value of their column (all its rows absent)
+    as absent themselves: later clauses see no value there (``isna()``; every comparison
+    false), while the output shows what a plain read shows (0, NaN), as ArcticDB does."""
+    for name, mask in missing.items():
+        stored = st.resolve(name)
+        if stored is not None and stored in st.table.column_names:
+            st.table = st.table.append_column(absent_name(stored), mask)
 
 
 def _dt_index(ns: np.ndarray, meta: Any, name: Any) -> pd.DatetimeIndex:
@@ -440,7 +451,7 @@ def _resample(st: _State, args: tuple[Any, ...], aggs: dict[str, Any]) -> None:
     idx = _index_ns(st, "ResampleClause")
     labels = resample_labels(idx, rule, closed, label, offset, origin)
     ev = st.evaluator("ResampleClause")
-    groups, outputs = aggregate(ev, pa.array(labels, pa.int64()), specs, "Resample")
+    groups, outputs, missing = aggregate(ev, pa.array(labels, pa.int64()), specs, "Resample")
     ns = np.asarray(groups.to_numpy(), dtype=np.int64)
     if len(ns) > 1 and (ns[1:] < ns[:-1]).any():
         # buckets come in time order (as in ArcticDB and pandas), but a hash group-by does not
@@ -448,6 +459,7 @@ def _resample(st: _State, args: tuple[Any, ...], aggs: dict[str, Any]) -> None:
         order = np.argsort(ns, kind="stable")
         ns = ns[order]
         outputs = [(name, arr.take(pa.array(order))) for name, arr in outputs]
+        missing = {name: mask.take(pa.array(order)) for name, mask in missing.items()}
     index = _dt_index(ns, st.meta, st.meta.index_names[0] if st.meta.index_names else None)
     table, meta = _frame(index, outputs)
     if st.meta.kind == "series" and len(outputs) == 1:
@@ -456,6 +468,7 @@ def _resample(st: _State, args: tuple[Any, ...], aggs: dict[str, Any]) -> None:
         # stay a DataFrame (ArcticDB keeps only one of them)
         meta = replace(meta, kind="series", user_columns=st.meta.user_columns[:1])
     st.__init__(table, meta)  # type: ignore[misc]
+    _mark_missing(st, missing)
 
 
 def run_query(table: pa.Table, meta: Any, plan: QueryPlan, *, backfill: bool = True) -> tuple[pa.Table, Any]:

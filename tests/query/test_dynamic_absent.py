@@ -137,3 +137,29 @@ def test_static_schema_reads_are_unchanged(uri: str) -> None:
 
 def sym_rows(lib: Library, q: QueryBuilder) -> list[int]:
     return lib.read("s", query_builder=q).data["a"].tolist()
+
+
+@pytest.mark.parametrize("op", ["first", "last", "min", "max", "count", "sum", "mean"])
+def test_an_aggregate_of_only_absent_values_is_missing_to_later_clauses(dlib: Library, op: str) -> None:
+    """As ArcticDB: a resample bucket whose rows all lack the column shows what a plain read
+    shows (0, NaN), but a later filter sees no value there (``isna()`` keeps it, ``== 0`` and
+    ``!= 1`` drop it)."""
+    dlib.write("a", pd.DataFrame({"j": np.array([5, 6], dtype="int32"), "f": [1.0, 2.0]},
+                                 index=pd.DatetimeIndex(["2024-01-01 09:00:00", "2024-01-01 09:00:10"])))
+    dlib.append("a", pd.DataFrame({"f": [3.0]}, index=pd.DatetimeIndex(["2024-01-01 09:01:00"])))
+
+    def read(make=None) -> pd.DataFrame:
+        q = QueryBuilder().resample("30s").agg({"out": ("j", op)})
+        return dlib.read("a", query_builder=q if make is None else q[make(q)]).data
+
+    shown = read()["out"]
+    assert len(shown) == 2 and (shown.iloc[1] == 0 or np.isnan(shown.iloc[1]))
+    assert read(lambda q: q["out"].isna()).index.tolist() == [pd.Timestamp("2024-01-01 09:01:00")]
+    assert read(lambda q: q["out"].notna()).index.tolist() == [pd.Timestamp("2024-01-01 09:00:00")]
+    assert len(read(lambda q: q["out"] != 1)) == 1
+    if op in ("first", "last"):  # (resample only)
+        return
+    q = QueryBuilder().groupby("f").agg({"out": ("j", op)})
+    got = dlib.read("a", query_builder=q[q["out"].isna()]).data
+    # (a group-by's sum of no value is 0, a value: only where no row read has the column)
+    assert got.index.tolist() == ([] if op == "sum" else [3.0])
