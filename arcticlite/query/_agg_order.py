@@ -14,6 +14,9 @@ rule gives (``tests/query/test_aggregations.py`` keeps both).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from arcticlite.exceptions import UserInputException
 
 _MASK = (1 << 64) - 1
 _MUL = (0xC6A4A793 << 32) + 0x5BD1E995
@@ -65,3 +68,27 @@ def output_order(names: Sequence[str]) -> list[int]:
         first = next((i for i, (nb, _) in enumerate(nodes) if nb == b), 0)
         nodes.insert(first, (b, pos))
     return [pos for _, pos in nodes]
+
+
+GROUPBY_OPS = ("sum", "mean", "min", "max", "count")
+RESAMPLE_OPS = (*GROUPBY_OPS, "first", "last")
+
+
+def parse_aggregations(aggs: dict[str, Any], allowed: tuple[str, ...], where: str) -> list[tuple[str, str, str]]:
+    """``[(output name, input column, op)]`` from ``{"col": "op"}`` / ``{"out": ("col", "op")}``,
+    in ArcticDB's order of the output columns (:func:`output_order`: ``agg({"f":
+    "sum", "i": "sum"})`` gives the columns ``i``, ``f``)."""
+    out = []
+    for name, spec in aggs.items():
+        if isinstance(spec, tuple | list):
+            if len(spec) != 2:
+                raise UserInputException(
+                    f"E_INVALID_USER_ARGUMENT aggregation for {name!r} must be 'op' or ('column', 'op'), got {spec!r}"
+                )
+            column, op = spec
+        else:
+            column, op = name, spec
+        if not isinstance(op, str) or op.lower() not in allowed:
+            raise UserInputException(f"E_INVALID_USER_ARGUMENT Unknown aggregation operator provided{where}: {op}")
+        out.append((name, column, op.lower()))
+    return [out[i] for i in output_order([name for name, _, _ in out])]

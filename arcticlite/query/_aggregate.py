@@ -23,31 +23,7 @@ import pyarrow.compute as pc
 
 from arcticlite.exceptions import SchemaException, UserInputException
 from arcticlite.query import _dense
-from arcticlite.query._agg_order import output_order
 from arcticlite.query._expr import Evaluator, category, ts_ns
-
-GROUPBY_OPS = ("sum", "mean", "min", "max", "count")
-RESAMPLE_OPS = (*GROUPBY_OPS, "first", "last")
-
-
-def parse_aggregations(aggs: dict[str, Any], allowed: tuple[str, ...], where: str) -> list[tuple[str, str, str]]:
-    """``[(output name, input column, op)]`` from ``{"col": "op"}`` / ``{"out": ("col", "op")}``,
-    in ArcticDB's order of the output columns (:func:`._agg_order.output_order`: ``agg({"f":
-    "sum", "i": "sum"})`` gives the columns ``i``, ``f``)."""
-    out = []
-    for name, spec in aggs.items():
-        if isinstance(spec, tuple | list):
-            if len(spec) != 2:
-                raise UserInputException(
-                    f"E_INVALID_USER_ARGUMENT aggregation for {name!r} must be 'op' or ('column', 'op'), got {spec!r}"
-                )
-            column, op = spec
-        else:
-            column, op = name, spec
-        if not isinstance(op, str) or op.lower() not in allowed:
-            raise UserInputException(f"E_INVALID_USER_ARGUMENT Unknown aggregation operator provided{where}: {op}")
-        out.append((name, column, op.lower()))
-    return [out[i] for i in output_order([name for name, _, _ in out])]
 
 
 def _prepare(data: pa.ChunkedArray | pa.Array, op: str, column: str, clause: str, nan_to_null: bool = True) -> Any:

@@ -649,7 +649,7 @@ class QueryBuilder:
         last = next((n for n, _ in reversed(self.clauses) if n in ("groupby", "resample")), None)
         if last is None:
             raise ArcticException("Aggregation only makes sense after groupby or resample")
-        from arcticlite.query._aggregate import GROUPBY_OPS, RESAMPLE_OPS, parse_aggregations
+        from arcticlite.query._agg_order import GROUPBY_OPS, RESAMPLE_OPS, parse_aggregations
 
         # an operator the grouping does not have is refused here, as ArcticDB does (not on read)
         parse_aggregations(dict(aggregations), GROUPBY_OPS if last == "groupby" else RESAMPLE_OPS,

@@ -23,13 +23,8 @@ import pyarrow.compute as pc
 from arcticlite.exceptions import InternalException, SchemaException, UserInputException
 from arcticlite.normalize import SPARSE_KEY as norm_sparse_key
 from arcticlite.normalize import nan_rows_name
-from arcticlite.query._aggregate import (
-    GROUPBY_OPS,
-    RESAMPLE_OPS,
-    aggregate,
-    parse_aggregations,
-    resample_labels,
-)
+from arcticlite.query._agg_order import GROUPBY_OPS, RESAMPLE_OPS, parse_aggregations
+from arcticlite.query._aggregate import aggregate, resample_labels
 from arcticlite.query._builder import ExpressionNode, QueryBuilder
 from arcticlite.query._expr import (
     Evaluator,
